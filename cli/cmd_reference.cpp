@@ -1,0 +1,37 @@
+#include <chrono>
+#include <iostream>
+
+#include "cli/options.hpp"
+#include "reference/reference.hpp"
+
+namespace monokda::cli {
+
+int cmd_reference(const Args& args) {
+    po::options_description opts("monokda reference");
+    std::string fixture, out, order;
+    opts.add_options()
+        ("fixture", po::value(&fixture)->required(), "input fixture (safetensors, SPEC §2)")
+        ("output,o", po::value(&out)->required(), "output file: every output and intermediate")
+        ("f64", "evaluate in f64 (the oracle; bf16 roundings kept, ssm_state written as F64)")
+        ("order", po::value(&order)->default_value("sequential"),
+         "reduction order of every sum: sequential | pairwise | split:P | shuffle:SEED");
+    po::positional_options_description pos;
+    pos.add("fixture", 1);
+    po::variables_map vm;
+    if (!parse_args(args, "monokda reference FIXTURE -o OUT [--f64] [--order sequential|pairwise|split:P|shuffle:SEED]",
+                    opts, pos, vm))
+        return 0;
+    ReductionOrder ord = ReductionOrder::parse(order);
+    StepInputs in = StepInputs::from_file(read_safetensors(fixture));
+    auto t0 = std::chrono::steady_clock::now();
+    TensorFile f = vm.count("f64") ? ref::run<double>(in, ord).to_file(in.cfg) : ref::run<float>(in, ord).to_file(in.cfg);
+    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    f.metadata["reference_order"] = ord.str();
+    f.metadata["reference_precision"] = vm.count("f64") ? "f64" : "f32";
+    write_safetensors(out, f);
+    std::cout << "wrote " << out << " (" << (vm.count("f64") ? "f64" : "f32") << ", order " << ord.str() << ", "
+              << ms << " ms)\n";
+    return 0;
+}
+
+}  // namespace monokda::cli

@@ -1,0 +1,58 @@
+// monokda: one CLI over the reference, the emulator, the GPU kernel and the checks.
+#include <cstring>
+#include <exception>
+#include <iostream>
+#include <map>
+
+#include "cli/commands.hpp"
+#include "core/error.hpp"
+
+using namespace monokda::cli;
+
+namespace {
+
+struct Command {
+    int (*run)(const Args&);
+    const char* summary;
+};
+
+const std::map<std::string, Command>& commands() {
+    static const std::map<std::string, Command> table = {
+        {"fixture", {cmd_fixture, "write a deterministic step fixture (safetensors)"}},
+        {"reference", {cmd_reference, "run the original path (SPEC §3) on a fixture"}},
+        {"compare", {cmd_compare, "compare two result files tensor by tensor"}},
+    };
+    return table;
+}
+
+void usage(std::ostream& os) {
+    os << "usage: monokda <command> [options]   (monokda <command> --help for each)\n\ncommands:\n";
+    for (const auto& [name, c] : commands()) os << "  " << name << std::string(12 - name.size(), ' ') << c.summary << "\n";
+    os << "\nexit codes: 0 ok, 1 a check failed, 2 bad input\n";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc < 2) { usage(std::cerr); return 2; }
+    std::string name = argv[1];
+    if (name == "--help" || name == "-h" || name == "help") { usage(std::cout); return 0; }
+    auto it = commands().find(name);
+    if (it == commands().end()) {
+        std::cerr << "monokda: unknown command '" << name << "'\n";
+        usage(std::cerr);
+        return 2;
+    }
+    try {
+        return it->second.run(Args(argv + 2, argv + argc));
+    } catch (const monokda::BadInput& e) {
+        std::cerr << "monokda " << name << ": error: " << e.what() << "\n";
+        return 2;
+    } catch (const std::bad_alloc&) {
+        std::cerr << "monokda " << name << ": error: out of memory (input too large?)\n";
+        return 2;
+    } catch (const std::exception& e) {
+        std::cerr << "monokda " << name << ": internal error: " << e.what() << "\n";
+        return 3;
+    }
+}

@@ -1,0 +1,41 @@
+// Every dimension of SPEC §1 as a run-time value, plus the step shape. Two presets: k3 and small.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+
+namespace monokda {
+
+enum class ConvLayout { sd, ds };  // sd: [slots, W-2+L, C] (dim contiguous); ds: [slots, C, W-2+L]
+
+struct Config {
+    // model (one TP rank)
+    int D = 7168, H = 12, K = 128, V = 128, F = 128, N = 6288, C = 4608, W = 4;
+    double eps = 1e-5, l2_eps = 1e-6, lower_bound = -5.0;
+    // step
+    int nb = 4, R = 2, L = 4;
+    bool block_write = false;
+    ConvLayout conv_layout = ConvLayout::sd;
+    int slots = 0;       // first dimension of conv_state / ssm_state; slot 0 is never a live slot
+    uint64_t seed = 1;
+
+    int E() const { return H * K; }
+    int S() const { return R * L; }
+    int conv_len() const { return W - 2 + L; }  // entries kept per conv_state slot
+    int min_N() const { return 4 * E() + F + H; }
+    // column offsets into proj (SPEC §3 B)
+    int col_g2() const { return 3 * E(); }
+    int col_fa() const { return 4 * E(); }
+    int col_beta() const { return 4 * E() + F; }
+
+    static Config preset(const std::string& name);  // "k3" | "small"; BadInput otherwise
+    void validate() const;                          // BadInput naming the inconsistent field
+
+    std::map<std::string, std::string> to_metadata() const;
+    static Config from_metadata(const std::map<std::string, std::string>& md);  // validates
+};
+
+const char* to_string(ConvLayout l);
+ConvLayout parse_conv_layout(const std::string& s);
+
+}  // namespace monokda

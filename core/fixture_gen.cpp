@@ -1,0 +1,82 @@
+#include "core/fixture_gen.hpp"
+
+#include <algorithm>
+#include <numeric>
+
+#include "core/error.hpp"
+#include "core/rng.hpp"
+
+namespace monokda {
+
+StepInputs make_fixture(Config cfg, const FixtureOptions& opt) {
+    if (opt.null_requests < 0 || opt.null_requests > cfg.R)
+        bad_input("null requests must be in 0..R (got " + std::to_string(opt.null_requests) + ")");
+    if (opt.extra_slots < 0) bad_input("extra slots must be >= 0");
+    cfg.slots = cfg.S() + 1 + opt.extra_slots;
+    cfg.validate();
+    StepInputs in;
+    in.cfg = cfg;
+    const Config& c = in.cfg;
+    const int64_t S = c.S(), D = c.D, E = c.E();
+    Rng rng(c.seed);
+
+    auto normal_bf16 = [&](size_t n, double sd, double mean = 0.0) {
+        std::vector<bf16> v(n);
+        for (auto& x : v) x = bf16::round(float(mean + sd * rng.normal()));
+        return v;
+    };
+    auto normal_f32 = [&](size_t n, double sd) {
+        std::vector<float> v(n);
+        for (auto& x : v) x = float(sd * rng.normal());
+        return v;
+    };
+    // rows of activations: unit scale, one row in eight ten times louder (as real residual streams have)
+    auto rows_bf16 = [&](int64_t rows, int64_t width) {
+        std::vector<bf16> v(size_t(rows * width));
+        for (int64_t r = 0; r < rows; ++r) {
+            double sd = (opt.loud_rows && rng.below(8) == 0) ? 10.0 : 1.0;
+            for (int64_t d = 0; d < width; ++d) v[size_t(r * width + d)] = bf16::round(float(sd * rng.normal()));
+        }
+        return v;
+    };
+
+    in.prefix = rows_bf16(S, D);
+    in.delta = normal_bf16(size_t(S * D), 0.5);
+    in.blocks = rows_bf16(S * 8, D);
+    in.res_norm_w = normal_bf16(size_t(D), 0.1, 1.0);
+    in.res_proj_w = normal_bf16(size_t(D), 1.0 / std::sqrt(double(D)));
+    in.input_norm_w = normal_bf16(size_t(D), 0.1, 1.0);
+    in.in_proj_w = normal_bf16(size_t(c.N) * D, 1.0 / std::sqrt(double(D)));
+    for (int64_t n = c.min_N(); n < c.N; ++n)  // the pad rows are zero
+        std::fill(in.in_proj_w.begin() + n * D, in.in_proj_w.begin() + (n + 1) * D, bf16::from_bits(0));
+    in.f_b_w = normal_bf16(size_t(E * c.F), 1.0 / std::sqrt(double(c.F)));
+    in.conv_w = normal_f32(size_t(c.C) * c.W, 1.0 / std::sqrt(double(c.W)));
+    in.A_log.resize(size_t(c.H));
+    for (auto& a : in.A_log) a = float(rng.uniform(-2.0, 1.0));
+    in.dt_bias = normal_f32(size_t(E), 0.5);
+    in.o_norm_w = normal_bf16(size_t(c.V), 0.1, 1.0);
+    in.conv_state = normal_bf16(size_t(c.slots) * c.conv_len() * c.C, 1.0);
+    in.ssm_state = normal_f32(size_t(c.slots) * c.H * c.V * c.K, 0.1);
+
+    // distinct live slots 1..slots-1, shuffled; null requests get "none" (-1 or 0) everywhere
+    std::vector<int32_t> pool(size_t(c.slots - 1));
+    std::iota(pool.begin(), pool.end(), 1);
+    for (size_t i = pool.size(); i > 1; --i) std::swap(pool[i - 1], pool[rng.below(i)]);
+    std::vector<int> null_req(size_t(c.R), 0);
+    for (int k = 0; k < opt.null_requests; ++k) {
+        int r;
+        do r = int(rng.below(uint64_t(c.R))); while (null_req[size_t(r)]);
+        null_req[size_t(r)] = 1;
+    }
+    in.state_indices.resize(size_t(S));
+    size_t next = 0;
+    for (int r = 0; r < c.R; ++r)
+        for (int t = 0; t < c.L; ++t)
+            in.state_indices[size_t(r * c.L + t)] = null_req[size_t(r)] ? ((r + t) % 2 ? -1 : 0) : pool[next++];
+    in.num_accepted.resize(size_t(c.R));
+    for (auto& a : in.num_accepted) a = int32_t(1 + rng.below(uint64_t(c.L)));
+    in.validate_step();
+    return in;
+}
+
+}  // namespace monokda

@@ -1,0 +1,205 @@
+#include "core/safetensors.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "core/bf16.hpp"
+#include "core/error.hpp"
+
+namespace monokda {
+
+using json = nlohmann::json;
+
+const char* to_string(DType t) {
+    switch (t) {
+        case DType::BF16: return "BF16";
+        case DType::F32: return "F32";
+        case DType::F64: return "F64";
+        case DType::I32: return "I32";
+    }
+    return "?";
+}
+
+size_t dtype_size(DType t) {
+    switch (t) {
+        case DType::BF16: return 2;
+        case DType::F32: case DType::I32: return 4;
+        case DType::F64: return 8;
+    }
+    return 0;
+}
+
+static bool parse_dtype(const std::string& s, DType& out) {
+    if (s == "BF16") out = DType::BF16;
+    else if (s == "F32") out = DType::F32;
+    else if (s == "F64") out = DType::F64;
+    else if (s == "I32") out = DType::I32;
+    else return false;
+    return true;
+}
+
+int64_t Tensor::numel() const {
+    int64_t n = 1;
+    for (int64_t d : shape) n *= d;
+    return n;
+}
+
+std::string Tensor::shape_str() const {
+    std::string s = "[";
+    for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+    return s + "]";
+}
+
+template <class T> std::vector<T> Tensor::as() const {
+    std::vector<T> out(bytes.size() / sizeof(T));
+    if (!out.empty()) memcpy(out.data(), bytes.data(), out.size() * sizeof(T));
+    return out;
+}
+
+template <class T> Tensor Tensor::of(DType dt, std::vector<int64_t> shape, const std::vector<T>& data) {
+    Tensor t;
+    t.dtype = dt;
+    t.shape = std::move(shape);
+    t.bytes.resize(data.size() * sizeof(T));
+    if (!data.empty()) memcpy(t.bytes.data(), data.data(), t.bytes.size());
+    return t;
+}
+
+template std::vector<bf16> Tensor::as<bf16>() const;
+template std::vector<float> Tensor::as<float>() const;
+template std::vector<double> Tensor::as<double>() const;
+template std::vector<int32_t> Tensor::as<int32_t>() const;
+template Tensor Tensor::of<bf16>(DType, std::vector<int64_t>, const std::vector<bf16>&);
+template Tensor Tensor::of<float>(DType, std::vector<int64_t>, const std::vector<float>&);
+template Tensor Tensor::of<double>(DType, std::vector<int64_t>, const std::vector<double>&);
+template Tensor Tensor::of<int32_t>(DType, std::vector<int64_t>, const std::vector<int32_t>&);
+
+const Tensor& TensorFile::get(const std::string& name) const {
+    auto it = tensors.find(name);
+    if (it == tensors.end()) bad_input("missing tensor '" + name + "'");
+    return it->second;
+}
+
+static constexpr uint64_t kMaxHeader = 100u << 20;  // the format's own limit
+
+TensorFile parse_safetensors(const uint8_t* data, size_t size, const std::string& what) {
+    auto fail = [&](const std::string& m) { bad_input(what + ": " + m); };
+    if (size < 8) fail("truncated: " + std::to_string(size) + " bytes, shorter than the 8-byte header length");
+    uint64_t hlen = 0;
+    for (int i = 7; i >= 0; --i) hlen = (hlen << 8) | data[i];
+    if (hlen > kMaxHeader) fail("header length " + std::to_string(hlen) + " exceeds the 100 MiB limit");
+    if (hlen > size - 8)
+        fail("header length " + std::to_string(hlen) + " runs past the end of the file (" +
+             std::to_string(size) + " bytes)");
+    json header;
+    try {
+        header = json::parse(data + 8, data + 8 + hlen);
+    } catch (const json::exception& e) {
+        fail(std::string("header is not valid JSON: ") + e.what());
+    }
+    if (!header.is_object()) fail("header is not a JSON object");
+    const uint8_t* buf = data + 8 + hlen;
+    const uint64_t buf_size = size - 8 - hlen;
+
+    TensorFile out;
+    std::vector<std::pair<uint64_t, uint64_t>> ranges;
+    for (auto it = header.begin(); it != header.end(); ++it) {
+        const std::string& name = it.key();
+        const json& v = it.value();
+        if (name == "__metadata__") {
+            if (!v.is_object()) fail("__metadata__ is not an object");
+            for (auto m = v.begin(); m != v.end(); ++m) {
+                if (!m.value().is_string()) fail("__metadata__ value of '" + m.key() + "' is not a string");
+                out.metadata[m.key()] = m.value().get<std::string>();
+            }
+            continue;
+        }
+        if (!v.is_object()) fail("entry '" + name + "' is not an object");
+        if (!v.contains("dtype") || !v["dtype"].is_string()) fail("tensor '" + name + "' has no dtype string");
+        if (!v.contains("shape") || !v["shape"].is_array()) fail("tensor '" + name + "' has no shape array");
+        if (!v.contains("data_offsets") || !v["data_offsets"].is_array() || v["data_offsets"].size() != 2)
+            fail("tensor '" + name + "' has no [begin, end] data_offsets");
+        Tensor t;
+        std::string ds = v["dtype"].get<std::string>();
+        if (!parse_dtype(ds, t.dtype)) fail("tensor '" + name + "' has unsupported dtype '" + ds + "'");
+        uint64_t numel = 1;
+        for (const json& d : v["shape"]) {
+            if (!d.is_number_unsigned()) fail("tensor '" + name + "' has a non-integer or negative dimension");
+            uint64_t n = d.get<uint64_t>();
+            if (n > (uint64_t(1) << 40) || (n && numel > (uint64_t(1) << 40) / n))
+                fail("tensor '" + name + "' shape is absurdly large");
+            numel *= n;
+            t.shape.push_back(int64_t(n));
+        }
+        for (const json& o : v["data_offsets"])
+            if (!o.is_number_unsigned()) fail("tensor '" + name + "' data_offsets are not non-negative integers");
+        uint64_t b = v["data_offsets"][0].get<uint64_t>(), e = v["data_offsets"][1].get<uint64_t>();
+        if (b > e || e > buf_size)
+            fail("tensor '" + name + "' data_offsets [" + std::to_string(b) + ", " + std::to_string(e) +
+                 "] lie outside the " + std::to_string(buf_size) + "-byte data section (truncated file?)");
+        if (e - b != numel * dtype_size(t.dtype))
+            fail("tensor '" + name + "' holds " + std::to_string(e - b) + " bytes but " + ds + t.shape_str() +
+                 " needs " + std::to_string(numel * dtype_size(t.dtype)));
+        ranges.push_back({b, e});
+        t.bytes.assign(buf + b, buf + e);
+        out.tensors.emplace(name, std::move(t));
+    }
+    std::sort(ranges.begin(), ranges.end());
+    for (size_t i = 1; i < ranges.size(); ++i)
+        if (ranges[i].first < ranges[i - 1].second) fail("tensor data ranges overlap");
+    return out;
+}
+
+TensorFile read_safetensors(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) bad_input("cannot open '" + path + "'");
+    in.seekg(0, std::ios::end);
+    std::streamoff n = in.tellg();
+    if (n < 0) bad_input("cannot read '" + path + "'");
+    in.seekg(0);
+    std::vector<uint8_t> data(static_cast<size_t>(n));
+    if (n && !in.read(reinterpret_cast<char*>(data.data()), n)) bad_input("cannot read '" + path + "'");
+    return parse_safetensors(data.data(), data.size(), path);
+}
+
+std::vector<uint8_t> serialize_safetensors(const TensorFile& f) {
+    json header = json::object();
+    if (!f.metadata.empty()) header["__metadata__"] = f.metadata;
+    uint64_t off = 0;
+    for (const auto& [name, t] : f.tensors) {  // std::map: names sorted, as the reference writer does
+        header[name] = {{"dtype", to_string(t.dtype)}, {"shape", t.shape}, {"data_offsets", {off, off + t.bytes.size()}}};
+        off += t.bytes.size();
+    }
+    std::string h = header.dump();
+    while ((8 + h.size()) % 8) h += ' ';  // keep the data section 8-byte aligned
+    std::vector<uint8_t> out(8 + h.size() + off);
+    uint64_t hl = h.size();
+    for (int i = 0; i < 8; ++i) out[i] = uint8_t(hl >> (8 * i));
+    memcpy(out.data() + 8, h.data(), h.size());
+    uint8_t* p = out.data() + 8 + h.size();
+    for (const auto& [name, t] : f.tensors) {
+        if (!t.bytes.empty()) memcpy(p, t.bytes.data(), t.bytes.size());
+        p += t.bytes.size();
+    }
+    return out;
+}
+
+void write_safetensors(const std::string& path, const TensorFile& f) {
+    std::vector<uint8_t> bytes = serialize_safetensors(f);
+    std::string tmp = path + ".tmp";
+    {
+        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+        if (!out) bad_input("cannot write '" + path + "'");
+        out.write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
+        if (!out) { std::remove(tmp.c_str()); bad_input("cannot write '" + path + "'"); }
+    }
+    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+        std::remove(tmp.c_str());
+        bad_input("cannot write '" + path + "'");
+    }
+}
+
+}  // namespace monokda

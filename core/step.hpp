@@ -1,0 +1,63 @@
+// The tensors of one step (SPEC §2): typed, validated views of a fixture, and the outputs.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/bf16.hpp"
+#include "core/config.hpp"
+#include "core/safetensors.hpp"
+
+namespace monokda {
+
+struct StepInputs {
+    Config cfg;
+    std::vector<bf16> prefix, delta;          // [S, D]
+    std::vector<bf16> blocks;                 // [S, 8, D]
+    std::vector<bf16> res_norm_w, res_proj_w, input_norm_w;  // [D]
+    std::vector<bf16> in_proj_w;              // [N, D]
+    std::vector<bf16> f_b_w;                  // [E, F]
+    std::vector<float> conv_w;                // [C, W]
+    std::vector<float> A_log;                 // [H]
+    std::vector<float> dt_bias;               // [E]
+    std::vector<bf16> o_norm_w;               // [V]
+    std::vector<bf16> conv_state;             // [slots, W-2+L, C] (sd) or [slots, C, W-2+L] (ds)
+    std::vector<float> ssm_state;             // [slots, H, V, K]
+    std::vector<int32_t> state_indices;       // [R, L]
+    std::vector<int32_t> num_accepted;        // [R]
+
+    // element offset of conv_state entry j (0..W-2+L-1) of channel c in slot
+    int64_t conv_at(int64_t slot, int j, int c) const {
+        const int64_t len = cfg.conv_len();
+        return cfg.conv_layout == ConvLayout::sd ? (slot * len + j) * cfg.C + c : (slot * cfg.C + c) * len + j;
+    }
+    int64_t ssm_at(int64_t slot, int h, int v, int k) const {
+        return ((slot * cfg.H + h) * int64_t(cfg.V) + v) * cfg.K + k;
+    }
+    int32_t idx(int r, int t) const { return state_indices[size_t(r) * cfg.L + t]; }
+
+    // Reads a fixture; checks config, every tensor's dtype and shape, slot range, duplicate slots and
+    // num_accepted. BadInput names the first problem.
+    static StepInputs from_file(const TensorFile& f);
+    TensorFile to_file() const;
+    void validate_step() const;  // slots and num_accepted; called by from_file and by generators
+};
+
+// Outputs and intermediates (SPEC §2). T is the recurrence's state type: float, or double for the oracle.
+template <class T>
+struct StepOutputs {
+    std::vector<bf16> prefix_out;  // [S, D]
+    std::vector<bf16> blocks;      // [S, 8, D] (row nb written on block-write layers)
+    std::vector<bf16> core_out;    // [S, E]
+    std::vector<bf16> conv_state;  // as input
+    std::vector<T> ssm_state;      // as input
+    std::vector<bf16> x, proj, g1, qkv, o;  // [S,D] [S,N] [S,E] [S,C] [S,E]
+
+    // Writes every output and intermediate under its SPEC name, plus the inputs' metadata.
+    TensorFile to_file(const Config& cfg) const;
+};
+
+// Names of the outputs, in the order reports list them.
+extern const char* const kOutputNames[10];
+
+}  // namespace monokda

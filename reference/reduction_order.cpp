@@ -1,0 +1,92 @@
+#include "reference/reduction_order.hpp"
+
+#include <cerrno>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <numeric>
+
+#include "core/error.hpp"
+#include "core/rng.hpp"
+
+namespace monokda {
+
+const char* to_string(Site s) {
+    static const char* names[kSiteCount] = {"attn_sumsq", "attn_dot", "softmax_den", "mix", "x_sumsq", "in_proj",
+                                            "f_b",        "l2_q",     "l2_k",        "rec_kS", "rec_oq", "onorm_sumsq"};
+    return names[int(s)];
+}
+
+std::string OrderSpec::str() const {
+    switch (kind) {
+        case sequential: return "sequential";
+        case pairwise: return "pairwise";
+        case split: return "split:" + std::to_string(parts);
+        case shuffle: return "shuffle:" + std::to_string(seed);
+    }
+    return "?";
+}
+
+static uint64_t parse_u64(const std::string& s, const std::string& whole) {
+    errno = 0;
+    char* end = nullptr;
+    unsigned long long v = std::strtoull(s.c_str(), &end, 10);
+    if (s.empty() || *end || errno == ERANGE || s[0] == '-')
+        bad_input("--order: bad number in '" + whole + "'");
+    return v;
+}
+
+ReductionOrder ReductionOrder::parse(const std::string& s) {
+    OrderSpec o;
+    if (s == "sequential") o.kind = OrderSpec::sequential;
+    else if (s == "pairwise") o.kind = OrderSpec::pairwise;
+    else if (s.rfind("split:", 0) == 0) {
+        o.kind = OrderSpec::split;
+        uint64_t p = parse_u64(s.substr(6), s);
+        if (p < 1 || p > 65536) bad_input("--order: split parts must be in 1..65536 (got '" + s + "')");
+        o.parts = int(p);
+    } else if (s.rfind("shuffle:", 0) == 0) {
+        o.kind = OrderSpec::shuffle;
+        o.seed = parse_u64(s.substr(8), s);
+    } else {
+        bad_input("--order must be sequential, pairwise, split:P or shuffle:SEED (got '" + s + "')");
+    }
+    return uniform(o);
+}
+
+ReductionOrder ReductionOrder::uniform(const OrderSpec& o) {
+    ReductionOrder r;
+    r.spec_.fill(o);
+    return r;
+}
+
+std::string ReductionOrder::str() const {
+    bool same = true;
+    for (const auto& s : spec_) same = same && s.str() == spec_[0].str();
+    if (same) return spec_[0].str();
+    std::string out;
+    for (int i = 0; i < kSiteCount; ++i) out += std::string(i ? "," : "") + to_string(Site(i)) + "=" + spec_[size_t(i)].str();
+    return out;
+}
+
+struct ReductionOrder::Cache {
+    std::mutex mu;
+    std::map<std::tuple<int, uint64_t, int>, std::unique_ptr<std::vector<int>>> perms;
+};
+
+std::shared_ptr<ReductionOrder::Cache> ReductionOrder::make_cache() { return std::make_shared<Cache>(); }
+
+const std::vector<int>& ReductionOrder::permutation(Site site, uint64_t seed, int n) const {
+    std::lock_guard<std::mutex> lock(cache_->mu);
+    auto key = std::make_tuple(int(site), seed, n);
+    auto& slot = cache_->perms[key];
+    if (!slot) {
+        slot = std::make_unique<std::vector<int>>(size_t(n));
+        std::iota(slot->begin(), slot->end(), 0);
+        Rng rng(seed ^ (uint64_t(int(site) + 1) * 0x51afd7ed558ccd1dull) ^ uint64_t(n));
+        for (size_t i = size_t(n); i > 1; --i) std::swap((*slot)[i - 1], (*slot)[rng.below(i)]);
+    }
+    return *slot;
+}
+
+}  // namespace monokda

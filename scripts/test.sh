@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# The README's test command: install, build, run every CPU test (GPU tests need a GPU: -LE gpu).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh
+bash scripts/build.sh
+cd build && ctest -LE gpu --output-on-failure -j"$(nproc)"
