@@ -1,0 +1,409 @@
+#include "core/plan.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/error.hpp"
+
+namespace monokda {
+
+PlanParams PlanParams::preset(const std::string& name) {
+    if (name == "k3") return PlanParams{132, 128, 16, 16};
+    if (name == "small") return PlanParams{24, 16, 16, 8};
+    bad_input("unknown plan preset '" + name + "' (known: k3, small)");
+}
+
+PlanParams PlanParams::defaults_for(const Config& cfg) {
+    if (cfg.D == 7168) return preset("k3");
+    PlanParams p = preset("small");
+    if (cfg.D % p.slice_width == 0) p.blocks = std::max(p.blocks, cfg.D / p.slice_width + 8);
+    return p;
+}
+
+void PlanParams::validate(const Config& cfg) const {
+    auto need = [](bool ok, const std::string& msg) { if (!ok) bad_input("plan: " + msg); };
+    auto s = [](long long v) { return std::to_string(v); };
+    need(slice_width > 0 && slice_width <= cfg.D && cfg.D % slice_width == 0,
+         "slice_width must divide D = " + s(cfg.D) + " (got " + s(slice_width) + ")");
+    const int n_attn = cfg.D / slice_width;
+    need(blocks > n_attn && blocks <= 65536,
+         "blocks must exceed the attn CTAs (D / slice_width = " + s(n_attn) + ") and be at most 65536 (got " +
+             s(blocks) + ")");
+    need(gemv_group_rows > 0 && cfg.N % gemv_group_rows == 0,
+         "gemv_group_rows must divide N = " + s(cfg.N) + " (got " + s(gemv_group_rows) + ")");
+    need(kda_chunk_rows > 0 && cfg.V % kda_chunk_rows == 0,
+         "kda_chunk_rows must divide V = " + s(cfg.V) + " (got " + s(kda_chunk_rows) + ")");
+    const int n_chunks = cfg.V / kda_chunk_rows;
+    need(cfg.K % n_chunks == 0, "kda_chunk_rows: the V / kda_chunk_rows = " + s(n_chunks) +
+                                    " chunks of a head must split K = " + s(cfg.K) + " q/k channels evenly");
+    // sibling chunks of one (request, head) wait for each other; they must not queue behind each other
+    need(n_chunks <= blocks, "kda_chunk_rows: V / kda_chunk_rows = " + s(n_chunks) + " exceeds blocks = " + s(blocks));
+}
+
+const char* to_string(Role r) {
+    switch (r) {
+        case Role::attn: return "attn";
+        case Role::gemv: return "gemv";
+        case Role::kda: return "kda";
+    }
+    return "?";
+}
+
+const char* to_string(Op op) {
+    switch (op) {
+        case Op::ATTN_PART: return "ATTN_PART";
+        case Op::ATTN_GATE: return "ATTN_GATE";
+        case Op::ATTN_MIX: return "ATTN_MIX";
+        case Op::ATTN_X: return "ATTN_X";
+        case Op::GEMV_PREFETCH: return "GEMV_PREFETCH";
+        case Op::GEMV_GROUP: return "GEMV_GROUP";
+        case Op::KDA_LOAD: return "KDA_LOAD";
+        case Op::KDA_CONV: return "KDA_CONV";
+        case Op::KDA_REC: return "KDA_REC";
+        case Op::KDA_NORM: return "KDA_NORM";
+    }
+    return "?";
+}
+
+Role role_of(Op op) {
+    switch (op) {
+        case Op::ATTN_PART: case Op::ATTN_GATE: case Op::ATTN_MIX: case Op::ATTN_X: return Role::attn;
+        case Op::GEMV_PREFETCH: case Op::GEMV_GROUP: return Role::gemv;
+        default: return Role::kda;
+    }
+}
+
+const char* to_string(Mailbox m) {
+    static const char* names[kMailboxCount] = {"PART", "WGT", "MSQ", "XRDY", "PROJ", "QK", "ONRM"};
+    return int(m) >= 0 && int(m) < kMailboxCount ? names[int(m)] : "?";
+}
+
+bool is_tagged(Mailbox m) { return m == Mailbox::PART || m == Mailbox::WGT || m == Mailbox::MSQ || m == Mailbox::ONRM; }
+
+int Plan::words_per_entry(Mailbox m) const {
+    switch (m) {
+        case Mailbox::PART: return 2;
+        case Mailbox::WGT: return cfg_.nb + 2;
+        default: return 1;
+    }
+}
+
+std::string Plan::entry_name(const MailboxRef& e) const {
+    auto s = [](int v) { return std::to_string(v); };
+    const int i = e.entry, H = cfg_.H, nc = n_chunks_, ns = cfg_.nb + 1;
+    switch (e.box) {
+        case Mailbox::PART:
+            return "PART[row " + s(i / n_attn_ / ns) + "][src " + s(i / n_attn_ % ns) + "][slice " + s(i % n_attn_) + "]";
+        case Mailbox::WGT: return "WGT[row " + s(i) + "]";
+        case Mailbox::MSQ: return "MSQ[row " + s(i / n_attn_) + "][slice " + s(i % n_attn_) + "]";
+        case Mailbox::XRDY: return "XRDY[slice " + s(i) + "]";
+        case Mailbox::PROJ: return "PROJ[group " + s(i) + "]";
+        case Mailbox::QK: return "QK[r " + s(i / nc / H) + "][h " + s(i / nc % H) + "][chunk " + s(i % nc) + "]";
+        case Mailbox::ONRM: return "ONRM[row " + s(i / nc / H) + "][h " + s(i / nc % H) + "][chunk " + s(i % nc) + "]";
+        default: return "?";
+    }
+}
+
+std::string Plan::describe(const Instr& in) const {
+    auto s = [](int v) { return std::to_string(v); };
+    std::string n = to_string(in.opcode());
+    switch (in.opcode()) {
+        case Op::ATTN_PART: case Op::ATTN_MIX: case Op::ATTN_X: return n + "(slice " + s(in.a) + ")";
+        case Op::ATTN_GATE: return n + "(row " + s(in.a) + ")";
+        case Op::GEMV_PREFETCH: case Op::GEMV_GROUP: return n + "(group " + s(in.a) + ")";
+        case Op::KDA_LOAD: case Op::KDA_CONV: case Op::KDA_REC: case Op::KDA_NORM:
+            return n + "(r " + s(in.a) + ", h " + s(in.b) + ", chunk " + s(in.c) + ")";
+    }
+    return "OP" + s(in.op) + "(" + s(in.a) + ", " + s(in.b) + ", " + s(in.c) + ")";
+}
+
+Plan Plan::build(const Config& cfg, const PlanParams& params) {
+    cfg.validate();
+    params.validate(cfg);
+    Plan p;
+    p.cfg_ = cfg;
+    p.params_ = params;
+    p.n_attn_ = cfg.D / params.slice_width;
+    p.n_groups_ = cfg.N / params.gemv_group_rows;
+    p.n_chunks_ = cfg.V / params.kda_chunk_rows;
+    const int S = cfg.S();
+    p.entries_[int(Mailbox::PART)] = S * (cfg.nb + 1) * p.n_attn_;
+    p.entries_[int(Mailbox::WGT)] = S;
+    p.entries_[int(Mailbox::MSQ)] = S * p.n_attn_;
+    p.entries_[int(Mailbox::XRDY)] = p.n_attn_;
+    p.entries_[int(Mailbox::PROJ)] = p.n_groups_;
+    p.entries_[int(Mailbox::QK)] = cfg.R * cfg.H * p.n_chunks_;
+    p.entries_[int(Mailbox::ONRM)] = S * cfg.H * p.n_chunks_;
+
+    p.instrs_.assign(size_t(params.blocks), {});
+    for (int j = 0; j < p.n_attn_; ++j) {  // attn CTAs: their slice, the gates of rows ≡ j, mix, x
+        auto& l = p.instrs_[size_t(j)];
+        l.push_back({int32_t(Op::ATTN_PART), j, 0, 0});
+        for (int row = j; row < S; row += p.n_attn_) l.push_back({int32_t(Op::ATTN_GATE), row, 0, 0});
+        l.push_back({int32_t(Op::ATTN_MIX), j, 0, 0});
+        l.push_back({int32_t(Op::ATTN_X), j, 0, 0});
+    }
+    for (int g = 0; g < p.n_groups_; ++g) {  // gemv groups round-robin; each CTA's first prefetch leads its list
+        auto& l = p.instrs_[size_t(p.gemv_cta(g))];
+        l.push_back({int32_t(Op::GEMV_PREFETCH), g, 0, 0});
+        l.push_back({int32_t(Op::GEMV_GROUP), g, 0, 0});
+    }
+    // kda tasks round-robin over all CTAs after their first role; a task's chunks are consecutive,
+    // so siblings never queue behind each other (n_chunks <= blocks)
+    for (int r = 0; r < cfg.R; ++r)
+        for (int h = 0; h < cfg.H; ++h)
+            for (int c = 0; c < p.n_chunks_; ++c) {
+                auto& l = p.instrs_[size_t(p.kda_cta(r, h, c))];
+                for (Op op : {Op::KDA_LOAD, Op::KDA_CONV, Op::KDA_REC, Op::KDA_NORM})
+                    l.push_back({int32_t(op), r, h, c});
+            }
+    p.derive();
+    return p;
+}
+
+static void add_groups(std::vector<Plan::Wait>& w, int32_t group, const Plan& p, int col0, int ncols,
+                       std::vector<int>& seen) {
+    for (int col = col0; col < col0 + ncols; ++col) {
+        int g = p.group_of_col(col);
+        if (std::find(seen.begin(), seen.end(), g) != seen.end()) continue;
+        seen.push_back(g);
+        w.push_back({p.proj(g), group});
+    }
+}
+
+void Plan::derive_one(const Instr& in, std::vector<Wait>& w, std::vector<MailboxRef>& pr) const {
+    const Config& c = cfg_;
+    const int S = c.S(), E = c.E(), rows = params_.kda_chunk_rows, qs = qk_share();
+    auto slice_ok = [&](int j) { return j >= 0 && j < n_attn_; };
+    auto task_ok = [&]() { return in.a >= 0 && in.a < c.R && in.b >= 0 && in.b < c.H && in.c >= 0 && in.c < n_chunks_; };
+    std::vector<int> seen;
+    switch (in.opcode()) {
+        case Op::ATTN_PART:
+            if (!slice_ok(in.a)) break;
+            for (int row = 0; row < S; ++row)
+                for (int src = 0; src <= c.nb; ++src) pr.push_back(part(row, src, in.a));
+            break;
+        case Op::ATTN_GATE:
+            if (in.a < 0 || in.a >= S) break;
+            for (int src = 0; src <= c.nb; ++src)
+                for (int j = 0; j < n_attn_; ++j) w.push_back({part(in.a, src, j), 0});
+            pr.push_back(wgt(in.a));
+            break;
+        case Op::ATTN_MIX:
+            if (!slice_ok(in.a)) break;
+            for (int row = 0; row < S; ++row) w.push_back({wgt(row), row});
+            for (int row = 0; row < S; ++row) pr.push_back(msq(row, in.a));
+            break;
+        case Op::ATTN_X:
+            if (!slice_ok(in.a)) break;
+            for (int row = 0; row < S; ++row)
+                for (int j = 0; j < n_attn_; ++j) w.push_back({msq(row, j), row});
+            pr.push_back(xrdy(in.a));
+            break;
+        case Op::GEMV_PREFETCH: break;
+        case Op::GEMV_GROUP:
+            if (in.a < 0 || in.a >= n_groups_) break;
+            for (int j = 0; j < n_attn_; ++j) w.push_back({xrdy(j), j});
+            pr.push_back(proj(in.a));
+            break;
+        case Op::KDA_LOAD: break;
+        case Op::KDA_CONV:
+            if (!task_ok()) break;
+            add_groups(w, 0, *this, in.b * c.K + in.c * qs, qs, seen);              // q share
+            add_groups(w, 0, *this, E + in.b * c.K + in.c * qs, qs, seen);          // k share
+            add_groups(w, 0, *this, 2 * E + in.b * c.V + in.c * rows, rows, seen);  // v rows
+            pr.push_back(qk(in.a, in.b, in.c));
+            break;
+        case Op::KDA_REC:
+            if (!task_ok()) break;
+            for (int cc = 0; cc < n_chunks_; ++cc)
+                if (cc != in.c) w.push_back({qk(in.a, in.b, cc), 0});
+            add_groups(w, 0, *this, c.col_fa(), c.F, seen);
+            add_groups(w, 0, *this, c.col_beta() + in.b, 1, seen);
+            for (int t = 0; t < c.L; ++t) pr.push_back(onrm(in.a * c.L + t, in.b, in.c));
+            break;
+        case Op::KDA_NORM:
+            if (!task_ok()) break;
+            for (int t = 0; t < c.L; ++t)
+                for (int cc = 0; cc < n_chunks_; ++cc)
+                    if (cc != in.c) w.push_back({onrm(in.a * c.L + t, in.b, cc), 0});
+            add_groups(w, 0, *this, c.col_g2() + in.b * c.V + in.c * rows, rows, seen);
+            break;
+    }
+}
+
+void Plan::derive() {
+    derive_problems_.clear();
+    waits_.assign(instrs_.size(), {});
+    produces_.assign(instrs_.size(), {});
+    producer_.assign(size_t(kMailboxCount), {});
+    for (int m = 0; m < kMailboxCount; ++m) producer_[size_t(m)].assign(size_t(entries_[m]), Producer{-1, -1});
+    for (size_t cta = 0; cta < instrs_.size(); ++cta) {
+        const auto& l = instrs_[cta];
+        waits_[cta].resize(l.size());
+        produces_[cta].resize(l.size());
+        for (size_t i = 0; i < l.size(); ++i) {
+            const int op = l[i].op;
+            if (op < int(Op::ATTN_PART) || op > int(Op::KDA_NORM))
+                derive_problems_.push_back("CTA " + std::to_string(cta) + " instruction " + std::to_string(i) +
+                                           ": unknown opcode " + std::to_string(op));
+            derive_one(l[i], waits_[cta][i], produces_[cta][i]);
+            if (op != int(Op::GEMV_PREFETCH) && op != int(Op::KDA_LOAD) && produces_[cta][i].empty() &&
+                waits_[cta][i].empty())
+                derive_problems_.push_back("CTA " + std::to_string(cta) + " " + describe(l[i]) +
+                                           ": operands out of range");
+            for (const MailboxRef& e : produces_[cta][i]) {
+                Producer& p = producer_[size_t(e.box)][size_t(e.entry)];
+                if (p.cta == -1) p = Producer{int32_t(cta), int32_t(i)};
+                else {
+                    derive_problems_.push_back(entry_name(e) + " has two producers: CTA " + std::to_string(p.cta) +
+                                               " and CTA " + std::to_string(cta) + " " + describe(l[i]));
+                    p.cta = -2;
+                }
+            }
+        }
+    }
+}
+
+std::vector<std::string> Plan::structural_problems() const {
+    std::vector<std::string> out = derive_problems_;
+    for (int m = 0; m < kMailboxCount; ++m)
+        for (int e = 0; e < entries_[m]; ++e)
+            if (producer_[size_t(m)][size_t(e)].cta == -1)
+                out.push_back(entry_name({Mailbox(m), e}) + " has no producer");
+    for (size_t cta = 0; cta < instrs_.size(); ++cta)
+        for (size_t i = 0; i < instrs_[cta].size(); ++i)
+            for (const Wait& w : waits_[cta][i]) {
+                Producer p = producer(w.entry);
+                if (p.cta == -1) out.push_back("CTA " + std::to_string(cta) + " " + describe(instrs_[cta][i]) +
+                                               " waits for " + entry_name(w.entry) + ", which nothing produces");
+                else if (p.cta == int32_t(cta) && p.instr >= int32_t(i))
+                    out.push_back("CTA " + std::to_string(cta) + " " + describe(instrs_[cta][i]) + " waits for " +
+                                  entry_name(w.entry) + ", which only it produces, later (" +
+                                  describe(instrs_[cta][size_t(p.instr)]) + ")");
+            }
+    if (out.empty() && finishing_ctas(blocks()) != blocks())
+        out.push_back("circular wait: with every CTA resident only " + std::to_string(finishing_ctas(blocks())) +
+                      " of " + std::to_string(blocks()) + " CTAs finish");
+    return out;
+}
+
+int Plan::finishing_ctas(int resident) const {
+    const int B = blocks();
+    std::vector<std::vector<char>> done(static_cast<size_t>(kMailboxCount));
+    for (int m = 0; m < kMailboxCount; ++m) done[size_t(m)].assign(size_t(entries_[m]), 0);
+    std::vector<size_t> pc(size_t(B), 0), wc(size_t(B), 0);  // instruction, and next wait within it
+    std::vector<int> running;
+    int next = 0, finished = 0;
+    auto admit = [&]() {
+        while (int(running.size()) < resident && next < B) running.push_back(next++);
+    };
+    admit();
+    bool progress = true;
+    while (progress) {
+        progress = false;
+        for (size_t k = 0; k < running.size();) {
+            const size_t cta = size_t(running[k]);
+            const auto& l = instrs_[cta];
+            while (pc[cta] < l.size()) {
+                const auto& w = waits_[cta][pc[cta]];
+                while (wc[cta] < w.size() && done[size_t(w[wc[cta]].entry.box)][size_t(w[wc[cta]].entry.entry)]) ++wc[cta];
+                if (wc[cta] < w.size()) break;
+                for (const MailboxRef& e : produces_[cta][pc[cta]]) done[size_t(e.box)][size_t(e.entry)] = 1;
+                ++pc[cta];
+                wc[cta] = 0;
+                progress = true;
+            }
+            if (pc[cta] == l.size()) {
+                ++finished;
+                running.erase(running.begin() + long(k));
+                admit();
+                progress = true;
+            } else {
+                ++k;
+            }
+        }
+    }
+    return finished;
+}
+
+int Plan::min_residency() const {
+    const int B = blocks();
+    if (finishing_ctas(B) != B) return B + 1;
+    int lo = 1, hi = B;  // more residency never finishes fewer CTAs: admission order is fixed
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (finishing_ctas(mid) == B) hi = mid;
+        else lo = mid + 1;
+    }
+    return lo;
+}
+
+std::vector<int32_t> Plan::serialize() const {
+    PlanHeader h{};
+    h.magic = kPlanMagic;
+    h.version = kPlanVersion;
+    h.blocks = blocks();
+    h.n_attn = n_attn_;
+    h.slice_width = params_.slice_width;
+    h.n_gemv = n_gemv();
+    h.gemv_group_rows = params_.gemv_group_rows;
+    h.n_groups = n_groups_;
+    h.kda_chunk_rows = params_.kda_chunk_rows;
+    h.n_chunks = n_chunks_;
+    h.D = cfg_.D; h.N = cfg_.N; h.H = cfg_.H; h.K = cfg_.K; h.V = cfg_.V; h.F = cfg_.F;
+    h.R = cfg_.R; h.L = cfg_.L; h.S = cfg_.S(); h.nb = cfg_.nb;
+    int total = 0;
+    for (const auto& l : instrs_) total += int(l.size());
+    h.total_instrs = total;
+    const int hw = int(sizeof(PlanHeader) / 4);
+    h.total_words = hw + 2 * kMailboxCount + (blocks() + 1) + 4 * total;
+    std::vector<int32_t> w(size_t(h.total_words));
+    std::memcpy(w.data(), &h, sizeof h);
+    size_t at = size_t(hw);
+    for (int m = 0; m < kMailboxCount; ++m) w[at++] = entries_[m];
+    for (int m = 0; m < kMailboxCount; ++m) w[at++] = words_per_entry(Mailbox(m));
+    int begin = 0;
+    for (const auto& l : instrs_) { w[at++] = begin; begin += int(l.size()); }
+    w[at++] = begin;
+    for (const auto& l : instrs_)
+        for (const Instr& in : l) { w[at++] = in.op; w[at++] = in.a; w[at++] = in.b; w[at++] = in.c; }
+    return w;
+}
+
+PlanHeader Plan::read_header(const std::vector<int32_t>& words) {
+    PlanHeader h{};
+    if (words.size() < sizeof(PlanHeader) / 4) bad_input("plan buffer shorter than its header");
+    std::memcpy(&h, words.data(), sizeof h);
+    if (h.magic != kPlanMagic) bad_input("plan buffer: bad magic");
+    if (h.version != kPlanVersion) bad_input("plan buffer: version " + std::to_string(h.version) + " (expected " +
+                                             std::to_string(kPlanVersion) + ")");
+    if (h.blocks < 1 || h.total_instrs < 0 || h.total_words != int64_t(words.size()) ||
+        int64_t(sizeof(PlanHeader) / 4) + 2 * kMailboxCount + (int64_t(h.blocks) + 1) + 4 * int64_t(h.total_instrs) !=
+            int64_t(h.total_words))
+        bad_input("plan buffer: sizes in the header do not match its length");
+    return h;
+}
+
+void Plan::set_instr(int cta, int i, const Instr& in) {
+    if (cta < 0 || cta >= blocks() || i < 0 || i >= int(instrs_[size_t(cta)].size()))
+        bad_input("plan: no instruction " + std::to_string(i) + " on CTA " + std::to_string(cta));
+    instrs_[size_t(cta)][size_t(i)] = in;
+    derive();
+}
+
+void Plan::erase_instr(int cta, int i) {
+    if (cta < 0 || cta >= blocks() || i < 0 || i >= int(instrs_[size_t(cta)].size()))
+        bad_input("plan: no instruction " + std::to_string(i) + " on CTA " + std::to_string(cta));
+    instrs_[size_t(cta)].erase(instrs_[size_t(cta)].begin() + i);
+    derive();
+}
+
+void Plan::insert_instr(int cta, int i, const Instr& in) {
+    if (cta < 0 || cta >= blocks() || i < 0 || i > int(instrs_[size_t(cta)].size()))
+        bad_input("plan: cannot insert at " + std::to_string(i) + " on CTA " + std::to_string(cta));
+    instrs_[size_t(cta)].insert(instrs_[size_t(cta)].begin() + i, in);
+    derive();
+}
+
+}  // namespace monokda

@@ -1,0 +1,178 @@
+// The mono kernel's work plan (SPEC §4) as data: which CTA runs which instruction, which mailbox
+// entry each hand-off uses, who produces and who waits for it, and how every reduction is split.
+// Built once from (Config, PlanParams); the GPU launcher uploads serialize() as is, the emulator
+// executes the same lists, and reduction_order() tells the reference what the decomposition computes.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/config.hpp"
+#include "reference/reduction_order.hpp"
+
+namespace monokda {
+
+struct PlanParams {
+    int blocks = 132;           // CTAs in the launch (132: one per H200 SM; 256: an MI355X-class part)
+    int slice_width = 128;      // columns of D per attn CTA; D / slice_width attn CTAs
+    int gemv_group_rows = 16;   // in_proj rows (proj columns) per gemv group
+    int kda_chunk_rows = 16;    // state rows (v) per kda task; V / kda_chunk_rows tasks per (request, head)
+
+    // "k3": {132, 128, 16, 16}. "small": {24, 16, 16, 8}: 16 attn slices and 4 chunks a head, so a
+    // small config still exercises many CTAs and every cross-CTA hand-off. BadInput otherwise.
+    static PlanParams preset(const std::string& name);
+    // The preset whose model dims match cfg ("k3" for D = 7168, "small" otherwise).
+    static PlanParams defaults_for(const Config& cfg);
+    // BadInput naming the field ("plan: blocks ...") when the plan cannot be built for cfg.
+    void validate(const Config& cfg) const;
+};
+
+enum class Role : int32_t { attn = 0, gemv = 1, kda = 2 };
+const char* to_string(Role r);
+
+// Instruction opcodes. Operands a, b, c; unused ones are 0.
+enum class Op : int32_t {
+    ATTN_PART = 1,      // a = slice: prefix_out (+ bank row nb) of the slice, all rows; Σv², Σv·wq partials → PART
+    ATTN_GATE = 2,      // a = row: combine PART[row][*][*] in slice order → softmax weights → WGT[row]
+    ATTN_MIX = 3,       // a = slice: mixed columns of the slice, all rows (waits WGT); partial Σmixed² → MSQ
+    ATTN_X = 4,         // a = slice: combine MSQ[row][*] → x columns of the slice, all rows → XRDY[slice]
+    GEMV_PREFETCH = 5,  // a = group: issue the group's in_proj weight loads (waits for nothing)
+    GEMV_GROUP = 6,     // a = group: proj columns of the group, all rows; x slices accumulated in slice order → PROJ
+    KDA_LOAD = 7,       // a = r, b = h, c = chunk: state rows, f_b rows, conv window (no hand-off needed)
+    KDA_CONV = 8,       // (r, h, chunk): conv of the owned q/k share and v rows (waits PROJ) → QK[r][h][chunk]
+    KDA_REC = 9,        // (r, h, chunk): f_b + gate, l2norm, recurrence on the chunk's rows (waits QK, PROJ) → ONRM
+    KDA_NORM = 10,      // (r, h, chunk): gated RMSNorm of the chunk's rows (waits ONRM, PROJ) → core_out
+};
+const char* to_string(Op op);
+Role role_of(Op op);
+
+// Mailboxes. Tagged ones hold value+epoch in one word per value (the consumer polls the data);
+// flagged ones hold one epoch word that guards data in an intermediate tensor (release/acquire).
+enum class Mailbox : int32_t { PART = 0, WGT, MSQ, XRDY, PROJ, QK, ONRM, count };
+constexpr int kMailboxCount = int(Mailbox::count);
+const char* to_string(Mailbox m);
+bool is_tagged(Mailbox m);  // PART, WGT, MSQ, ONRM
+
+struct MailboxRef {
+    Mailbox box;
+    int32_t entry;
+    bool operator==(const MailboxRef& o) const { return box == o.box && entry == o.entry; }
+};
+
+// One instruction word, as uploaded: four int32.
+struct Instr {
+    int32_t op, a, b, c;
+    Op opcode() const { return Op(op); }
+};
+static_assert(sizeof(Instr) == 16, "Instr is four int32 words");
+
+// The flat serialisation's header (all int32). Layout of serialize():
+//   PlanHeader | entries[kMailboxCount] | words_per_entry[kMailboxCount] | cta_begin[blocks + 1] |
+//   Instr[total_instrs] (four words each: op, a, b, c)
+// CTA n runs instructions cta_begin[n] .. cta_begin[n+1]-1 in order.
+struct PlanHeader {
+    int32_t magic;       // kPlanMagic
+    int32_t version;     // kPlanVersion
+    int32_t blocks, n_attn, slice_width, n_gemv, gemv_group_rows, n_groups, kda_chunk_rows, n_chunks;
+    int32_t D, N, H, K, V, F, R, L, S, nb;
+    int32_t total_instrs;
+    int32_t total_words;  // length of the whole serialisation in int32 words
+};
+constexpr int32_t kPlanMagic = 0x4c504b4d;  // "MKPL"
+constexpr int32_t kPlanVersion = 1;
+
+class Plan {
+public:
+    // Validates cfg and params (BadInput naming the field).
+    static Plan build(const Config& cfg, const PlanParams& params);
+
+    const Config& config() const { return cfg_; }
+    const PlanParams& params() const { return params_; }
+    int blocks() const { return params_.blocks; }
+    int n_attn() const { return n_attn_; }      // attn CTAs 0..n_attn-1, one slice each
+    int n_gemv() const { return blocks() - n_attn_; }  // gemv CTAs n_attn..blocks-1
+    int n_groups() const { return n_groups_; }  // N / gemv_group_rows
+    int n_chunks() const { return n_chunks_; }  // V / kda_chunk_rows
+    int qk_share() const { return cfg_.K / n_chunks_; }  // q (and k) channels a kda task convolves
+    int n_kda_tasks() const { return cfg_.R * cfg_.H * n_chunks_; }
+    Role first_role(int cta) const { return cta < n_attn_ ? Role::attn : Role::gemv; }
+
+    // Who owns what.
+    int gate_cta(int row) const { return row % n_attn_; }
+    int gemv_cta(int group) const { return n_attn_ + group % n_gemv(); }
+    int kda_task_index(int r, int h, int chunk) const { return (r * cfg_.H + h) * n_chunks_ + chunk; }
+    int kda_cta(int r, int h, int chunk) const { return kda_task_index(r, h, chunk) % blocks(); }
+    int group_of_col(int proj_col) const { return proj_col / params_.gemv_group_rows; }
+
+    // Mailbox entry indices (row-major over the listed dims) and sizes.
+    MailboxRef part(int row, int src, int slice) const { return {Mailbox::PART, (row * (cfg_.nb + 1) + src) * n_attn_ + slice}; }
+    MailboxRef wgt(int row) const { return {Mailbox::WGT, row}; }
+    MailboxRef msq(int row, int slice) const { return {Mailbox::MSQ, row * n_attn_ + slice}; }
+    MailboxRef xrdy(int slice) const { return {Mailbox::XRDY, slice}; }
+    MailboxRef proj(int group) const { return {Mailbox::PROJ, group}; }
+    MailboxRef qk(int r, int h, int chunk) const { return {Mailbox::QK, (r * cfg_.H + h) * n_chunks_ + chunk}; }
+    MailboxRef onrm(int row, int h, int chunk) const { return {Mailbox::ONRM, (row * cfg_.H + h) * n_chunks_ + chunk}; }
+    int entries(Mailbox m) const { return entries_[size_t(m)]; }
+    // Words of one entry: PART 2 (Σv², Σv·wq), WGT nb+2 (e_0..e_nb, Σe), MSQ/ONRM 1, flags 1.
+    int words_per_entry(Mailbox m) const;
+    std::string entry_name(const MailboxRef& e) const;  // e.g. "PART[row 3][src 4][slice 17]"
+
+    // Instructions.
+    const std::vector<Instr>& instrs(int cta) const { return instrs_[size_t(cta)]; }
+    std::string describe(const Instr& in) const;  // e.g. "KDA_CONV(r 0, h 3, chunk 1)"
+    // The entries an instruction waits for, in poll order; consecutive entries with the same
+    // wait_group are polled together (one sweep), groups in order.
+    struct Wait { MailboxRef entry; int32_t group; };
+    const std::vector<Wait>& waits(int cta, int i) const { return waits_[size_t(cta)][size_t(i)]; }
+    const std::vector<MailboxRef>& produces(int cta, int i) const { return produces_[size_t(cta)][size_t(i)]; }
+    // The unique producer of an entry (CTA, instruction index).
+    struct Producer { int32_t cta, instr; };
+    Producer producer(const MailboxRef& e) const { return producer_[size_t(e.box)][size_t(e.entry)]; }
+
+    // Every reduction as the decomposition evaluates it: attn_sumsq, attn_dot, x_sumsq and in_proj
+    // split into n_attn slices (partials combined in slice order), onorm_sumsq into n_chunks parts;
+    // all other sums sequential within one CTA. (Inline: core does not link the reference library.)
+    ReductionOrder reduction_order() const {
+        ReductionOrder o;  // sequential everywhere by default
+        OrderSpec slices{OrderSpec::split, n_attn_, 0}, chunks{OrderSpec::split, n_chunks_, 0};
+        o.set(Site::attn_sumsq, slices).set(Site::attn_dot, slices).set(Site::x_sumsq, slices);
+        o.set(Site::in_proj, slices).set(Site::onorm_sumsq, chunks);
+        return o;
+    }
+
+    // Structural checks, each problem a line (empty: sound): every entry has exactly one producer,
+    // every waited entry has one, no CTA waits for an entry it produces itself, and with every CTA
+    // resident the lists run to completion (no circular wait).
+    std::vector<std::string> structural_problems() const;
+    // The fewest co-resident CTAs with which the lists complete when CTAs start in index order and
+    // a CTA's place frees only when it finishes (as a launch shares the GPU); blocks+1 if none.
+    int min_residency() const;
+    // Runs the lists under that residency model; returns the number of CTAs that finish.
+    int finishing_ctas(int resident) const;
+
+    // Flat POD serialisation (see PlanHeader) and its inverse (BadInput on a malformed buffer).
+    std::vector<int32_t> serialize() const;
+    static PlanHeader read_header(const std::vector<int32_t>& words);
+
+    // For fault injection and tests: replace an instruction's operands or drop one, then rebuild
+    // the derived tables (waits, produces, producers). Index errors are BadInput.
+    void set_instr(int cta, int i, const Instr& in);
+    void erase_instr(int cta, int i);
+    void insert_instr(int cta, int i, const Instr& in);
+
+private:
+    void derive();  // waits_, produces_, producer_ from instrs_
+    void derive_one(const Instr& in, std::vector<Wait>& w, std::vector<MailboxRef>& p) const;
+
+    Config cfg_;
+    PlanParams params_;
+    int n_attn_ = 0, n_groups_ = 0, n_chunks_ = 0;
+    int entries_[kMailboxCount] = {};
+    std::vector<std::vector<Instr>> instrs_;
+    std::vector<std::vector<std::vector<Wait>>> waits_;
+    std::vector<std::vector<std::vector<MailboxRef>>> produces_;
+    std::vector<std::vector<Producer>> producer_;  // per mailbox, per entry; {-1,-1}: none; {-2,..}: several
+    std::vector<std::string> derive_problems_;
+};
+
+}  // namespace monokda

@@ -1,0 +1,262 @@
+// The CTA plan's dependency structure (SPEC §4), checked independently of the plan's own checker
+// where possible: counts come from the SPEC's arithmetic, producers are recounted from the lists.
+#include <doctest/doctest.h>
+
+#include <map>
+#include <set>
+
+#include "core/error.hpp"
+#include "core/plan.hpp"
+
+using namespace monokda;
+
+namespace {
+
+Config k3() {
+    Config c = Config::preset("k3");
+    c.R = 2; c.L = 4; c.nb = 4; c.slots = c.S() + 1;
+    return c;
+}
+Config small() {
+    Config c = Config::preset("small");
+    c.slots = c.S() + 1;
+    return c;
+}
+
+// producers recounted from the instruction lists (not from plan.producer())
+std::map<std::pair<int, int>, std::vector<std::pair<int, int>>> recount(const Plan& p) {
+    std::map<std::pair<int, int>, std::vector<std::pair<int, int>>> m;
+    for (int cta = 0; cta < p.blocks(); ++cta)
+        for (int i = 0; i < int(p.instrs(cta).size()); ++i)
+            for (const MailboxRef& e : p.produces(cta, i)) m[{int(e.box), e.entry}].push_back({cta, i});
+    return m;
+}
+
+void check_structure(const Plan& p) {
+    auto prod = recount(p);
+    // every entry of every mailbox has exactly one producer
+    for (int m = 0; m < kMailboxCount; ++m)
+        for (int e = 0; e < p.entries(Mailbox(m)); ++e) {
+            auto it = prod.find({m, e});
+            REQUIRE_MESSAGE(it != prod.end(), p.entry_name({Mailbox(m), e}) << " has no producer");
+            REQUIRE_MESSAGE(it->second.size() == 1, p.entry_name({Mailbox(m), e}) << " has several producers");
+            CHECK(p.producer({Mailbox(m), e}).cta == it->second[0].first);
+        }
+    // every waited entry is produced, and never later in the waiting CTA's own list
+    for (int cta = 0; cta < p.blocks(); ++cta)
+        for (int i = 0; i < int(p.instrs(cta).size()); ++i)
+            for (const auto& w : p.waits(cta, i)) {
+                auto it = prod.find({int(w.entry.box), w.entry.entry});
+                REQUIRE(it != prod.end());
+                if (it->second[0].first == cta) CHECK(it->second[0].second < i);
+            }
+    CHECK(p.structural_problems().empty());
+}
+
+}  // namespace
+
+TEST_CASE("k3 plan at 132 CTAs: 56 attn + 76 gemv CTAs, 393 row groups, 192 kda tasks") {
+    Plan p = Plan::build(k3(), PlanParams::preset("k3"));
+    CHECK(p.n_attn() == 56);
+    CHECK(p.n_gemv() == 76);
+    CHECK(p.n_groups() == 393);
+    CHECK(p.n_chunks() == 8);
+    CHECK(p.n_kda_tasks() == 2 * 12 * 8);
+    // mailbox sizes from SPEC arithmetic: S = 8 rows, nb + 1 = 5 sources
+    CHECK(p.entries(Mailbox::PART) == 8 * 5 * 56);
+    CHECK(p.entries(Mailbox::WGT) == 8);
+    CHECK(p.entries(Mailbox::MSQ) == 8 * 56);
+    CHECK(p.entries(Mailbox::XRDY) == 56);
+    CHECK(p.entries(Mailbox::PROJ) == 393);
+    CHECK(p.entries(Mailbox::QK) == 2 * 12 * 8);
+    CHECK(p.entries(Mailbox::ONRM) == 8 * 12 * 8);
+    check_structure(p);
+
+    // roles: CTAs 0..55 start with ATTN_PART of their own slice, 56.. with the prefetch of their first group
+    for (int cta = 0; cta < 56; ++cta) {
+        CHECK(p.instrs(cta)[0].opcode() == Op::ATTN_PART);
+        CHECK(p.instrs(cta)[0].a == cta);
+    }
+    std::set<int> groups;
+    for (int cta = 56; cta < 132; ++cta) {
+        const auto& l = p.instrs(cta);
+        REQUIRE(l.size() >= 2);
+        CHECK(l[0].opcode() == Op::GEMV_PREFETCH);  // weights issued before x exists
+        CHECK(l[1].opcode() == Op::GEMV_GROUP);
+        CHECK(l[0].a == l[1].a);
+        for (const Instr& in : l)
+            if (in.opcode() == Op::GEMV_GROUP) CHECK(groups.insert(in.a).second);
+    }
+    CHECK(groups.size() == 393);
+    // the gate of row t runs on CTA t mod 56, after that CTA's partials
+    for (int row = 0; row < 8; ++row) CHECK(p.producer(p.wgt(row)).cta == row % 56);
+    // every kda task runs exactly once, each as LOAD, CONV, REC, NORM in order, after the CTA's first role
+    std::map<std::tuple<int, int, int>, int> tasks;
+    for (int cta = 0; cta < 132; ++cta) {
+        const auto& l = p.instrs(cta);
+        bool in_kda = false;
+        for (size_t i = 0; i < l.size(); ++i) {
+            if (role_of(l[i].opcode()) == Role::kda) in_kda = true;
+            else CHECK_FALSE(in_kda);
+            if (l[i].opcode() == Op::KDA_LOAD) {
+                REQUIRE(i + 3 < l.size());
+                CHECK(l[i + 1].opcode() == Op::KDA_CONV);
+                CHECK(l[i + 2].opcode() == Op::KDA_REC);
+                CHECK(l[i + 3].opcode() == Op::KDA_NORM);
+                tasks[{l[i].a, l[i].b, l[i].c}]++;
+            }
+        }
+    }
+    CHECK(tasks.size() == 192);
+    for (auto& [k, n] : tasks) CHECK(n == 1);
+    // residency (CTAs admitted in index order): every attn CTA waits for every slice's partials,
+    // and attn CTAs' kda tasks wait for gemv groups, so more than the 56 attn CTAs must be resident
+    const int need = p.min_residency();
+    CHECK(need > 56);
+    CHECK(need <= 132);
+    CHECK(p.finishing_ctas(need) == 132);
+    CHECK(p.finishing_ctas(need - 1) < 132);
+    CHECK(p.finishing_ctas(56) < 132);
+}
+
+TEST_CASE("the plan's reduction order splits D-sums by slice and the output norm by chunk") {
+    Plan p = Plan::build(k3(), PlanParams::preset("k3"));
+    ReductionOrder o = p.reduction_order();
+    for (Site s : {Site::attn_sumsq, Site::attn_dot, Site::x_sumsq, Site::in_proj}) {
+        CHECK(o.at(s).kind == OrderSpec::split);
+        CHECK(o.at(s).parts == 56);
+    }
+    CHECK(o.at(Site::onorm_sumsq).kind == OrderSpec::split);
+    CHECK(o.at(Site::onorm_sumsq).parts == 8);
+    for (Site s : {Site::softmax_den, Site::mix, Site::f_b, Site::l2_q, Site::l2_k, Site::rec_kS, Site::rec_oq})
+        CHECK(o.at(s).kind == OrderSpec::sequential);
+}
+
+TEST_CASE("small presets and other CTA counts stay sound") {
+    for (int blocks : {17, 18, 24, 40, 200}) {
+        PlanParams pp = PlanParams::preset("small");
+        pp.blocks = blocks;
+        Plan p = Plan::build(small(), pp);
+        CHECK(p.n_attn() == 16);
+        CHECK(p.n_gemv() == blocks - 16);
+        CHECK(p.n_groups() == 18);
+        check_structure(p);
+        CHECK(p.min_residency() <= blocks);
+    }
+    PlanParams mi = PlanParams::preset("k3");
+    mi.blocks = 256;
+    check_structure(Plan::build(k3(), mi));
+}
+
+TEST_CASE("plan parameters are validated, naming the field") {
+    auto bad = [](PlanParams pp, const char* field) {
+        try {
+            Plan::build(k3(), pp);
+            FAIL("accepted bad plan parameters");
+        } catch (const BadInput& e) {
+            CHECK(std::string(e.what()).find(field) != std::string::npos);
+        }
+    };
+    PlanParams p = PlanParams::preset("k3");
+    p.blocks = 56; bad(p, "blocks");
+    p = PlanParams::preset("k3"); p.slice_width = 100; bad(p, "slice_width");
+    p = PlanParams::preset("k3"); p.gemv_group_rows = 7; bad(p, "gemv_group_rows");
+    p = PlanParams::preset("k3"); p.kda_chunk_rows = 0; bad(p, "kda_chunk_rows");
+    p = PlanParams::preset("k3"); p.kda_chunk_rows = 3; bad(p, "kda_chunk_rows");
+    CHECK_THROWS_AS(PlanParams::preset("h100"), BadInput);
+}
+
+TEST_CASE("the structural checker fires on planted plan bugs") {
+    Plan p = Plan::build(small(), PlanParams::preset("small"));
+    {  // off-by-one slice ownership: CTA 3 computes slice 4's partials
+        Plan q = p;
+        q.set_instr(3, 0, {int32_t(Op::ATTN_PART), 4, 0, 0});
+        auto probs = q.structural_problems();
+        bool two = false, none = false;
+        for (auto& s : probs) {
+            two |= s.find("PART[row 0][src 0][slice 4] has two producers") != std::string::npos;
+            none |= s.find("PART[row 0][src 0][slice 3] has no producer") != std::string::npos;
+        }
+        CHECK(two);
+        CHECK(none);
+    }
+    {  // a missing XRDY store: drop ATTN_X of slice 5
+        Plan q = p;
+        int i = 0;
+        while (q.instrs(5)[size_t(i)].opcode() != Op::ATTN_X) ++i;
+        q.erase_instr(5, i);
+        auto probs = q.structural_problems();
+        REQUIRE_FALSE(probs.empty());
+        CHECK(probs[0].find("XRDY[slice 5] has no producer") != std::string::npos);
+    }
+    {  // a CTA waiting for what it produces only later: the mix before the gate on CTA 0
+        Plan q = p;
+        Instr gate = q.instrs(0)[1], mix = q.instrs(0)[2];
+        REQUIRE(gate.opcode() == Op::ATTN_GATE);
+        REQUIRE(mix.opcode() == Op::ATTN_MIX);
+        q.set_instr(0, 1, mix);
+        q.set_instr(0, 2, gate);
+        bool later = false;
+        for (auto& s : q.structural_problems()) later |= s.find("which only it produces, later") != std::string::npos;
+        CHECK(later);
+    }
+    {  // circular wait across CTAs: sibling chunks queued behind each other's siblings
+        Plan q = p;
+        auto move_task = [&](int r, int h, int c, int to) {
+            int from = q.kda_cta(r, h, c);
+            std::vector<Instr> moved;
+            for (int i = int(q.instrs(from).size()) - 1; i >= 0; --i) {
+                Instr in = q.instrs(from)[size_t(i)];
+                if (role_of(in.opcode()) == Role::kda && in.a == r && in.b == h && in.c == c) {
+                    moved.insert(moved.begin(), in);
+                    q.erase_instr(from, i);
+                }
+            }
+            REQUIRE(moved.size() == 4);
+            for (const Instr& in : moved) q.insert_instr(to, int(q.instrs(to).size()), in);
+        };
+        // CTA a: (0,0,0) then (0,1,1); CTA b: (0,1,0) then (0,0,1)
+        const int a = q.kda_cta(0, 0, 0), b = q.kda_cta(0, 1, 0);
+        REQUIRE(a != b);
+        move_task(0, 1, 1, a);
+        move_task(0, 0, 1, b);
+        CHECK(q.finishing_ctas(q.blocks()) < q.blocks());
+        auto probs = q.structural_problems();
+        for (auto& s : probs) MESSAGE(s);
+        REQUIRE(probs.size() == 1);
+        CHECK(probs[0].find("circular wait") != std::string::npos);
+    }
+}
+
+TEST_CASE("flat serialisation: header, offsets and instruction words round-trip") {
+    Plan p = Plan::build(k3(), PlanParams::preset("k3"));
+    std::vector<int32_t> w = p.serialize();
+    PlanHeader h = Plan::read_header(w);
+    CHECK(h.blocks == 132);
+    CHECK(h.n_attn == 56);
+    CHECK(h.n_groups == 393);
+    CHECK(h.S == 8);
+    const size_t hw = sizeof(PlanHeader) / 4;
+    CHECK(w[hw + int(Mailbox::PROJ)] == 393);
+    CHECK(w[hw + kMailboxCount + int(Mailbox::WGT)] == 4 + 2);
+    const int32_t* begin = &w[hw + 2 * kMailboxCount];
+    const int32_t* words = begin + h.blocks + 1;
+    CHECK(begin[0] == 0);
+    CHECK(begin[h.blocks] == h.total_instrs);
+    for (int cta = 0; cta < h.blocks; ++cta) {
+        REQUIRE(begin[cta + 1] - begin[cta] == int(p.instrs(cta).size()));
+        for (int i = begin[cta]; i < begin[cta + 1]; ++i) {
+            const Instr& in = p.instrs(cta)[size_t(i - begin[cta])];
+            CHECK(words[4 * i] == in.op);
+            CHECK(words[4 * i + 1] == in.a);
+            CHECK(words[4 * i + 2] == in.b);
+            CHECK(words[4 * i + 3] == in.c);
+        }
+    }
+    std::vector<int32_t> bad = w;
+    bad.pop_back();
+    CHECK_THROWS_AS(Plan::read_header(bad), BadInput);
+    bad = w;
+    bad[0] = 0;
+    CHECK_THROWS_AS(Plan::read_header(bad), BadInput);
+}
