@@ -1,0 +1,25 @@
+// The fused kda_pre as the benchmark drives it, through the kernel's own validated launcher
+// (kernels/kda_pre.hpp): one launcher a step shape, one tensor set a weight/state set.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bench/step_ptrs.hpp"
+#include "core/config.hpp"
+
+namespace monokda::bench {
+
+class FusedStep {
+public:
+    virtual ~FusedStep() = default;
+    // A step shape on the given sets (each holding cap.slots slots, conv_state laid out for step.L).
+    virtual void prepare(const Config& step, const std::vector<StepPtrs>& sets) = 0;
+    virtual void enqueue(int set, void* stream) = 0;  // one launch, capturable
+    virtual void check(void* stream) = 0;             // the kernel's error word; throws on an error
+};
+
+// nullptr, with why set, when this build has no fused kernel or the device cannot run it.
+std::unique_ptr<FusedStep> make_fused_step(std::string& why);
+
+}  // namespace monokda::bench

@@ -1,0 +1,11 @@
+// Used when the tree has no fused kernel library: the benchmark says so instead of a number.
+#include "bench/fused_step.hpp"
+
+namespace monokda::bench {
+
+std::unique_ptr<FusedStep> make_fused_step(std::string& why) {
+    why = "not measured: this build has no fused kernel (kernels/ library absent)";
+    return nullptr;
+}
+
+}  // namespace monokda::bench

@@ -1,0 +1,102 @@
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "cli/options.hpp"
+#ifdef MONOKDA_HAVE_GPU_BENCH
+#include "bench/gpu_bench.hpp"
+#endif
+
+namespace monokda::cli {
+
+namespace {
+
+#ifdef MONOKDA_HAVE_GPU_BENCH
+// RESULTS.json → RESULTS<suffix>
+std::string sibling(const std::string& json_path, const std::string& suffix) {
+    const std::string stem = json_path.size() > 5 && json_path.compare(json_path.size() - 5, 5, ".json") == 0
+                                 ? json_path.substr(0, json_path.size() - 5)
+                                 : json_path;
+    return stem + suffix;
+}
+#endif
+
+}  // namespace
+
+int cmd_bench(const Args& args) {
+    po::options_description opts("monokda bench");
+    int R = 0, L = 0, nb = 4, reps = 200, sets = 4;
+    std::string out, commit, plant;
+    opts.add_options()
+        ("R", po::value(&R), "requests (with --L: one shape instead of the sweep)")
+        ("L", po::value(&L), "tokens a request (with --R)")
+        ("nb", po::value(&nb)->default_value(4), "AttnRes bank rows in use")
+        ("block-write", "a block-write layer (writes bank row nb)")
+        ("reps", po::value(&reps)->default_value(200), "timed graph replays a measurement (median)")
+        ("sets", po::value(&sets)->default_value(4), "weight/state sets rotated through (>= 3)")
+        ("no-fused", "skip the fused kernel")
+        ("no-stages", "skip the per-stage variants of the unfused chain")
+        ("commit", po::value(&commit), "commit recorded in the results")
+        ("output,o", po::value(&out), "results JSON (issue 6 schema); -detail.json, .md and .svg beside it")
+        ("check", "instead of timing: check the unfused chain against the reference (exit 1 on a failure)")
+        ("plant", po::value(&plant), "with --check: corrupt this tensor of the GPU result first (the check must fail)");
+    po::positional_options_description pos;
+    po::variables_map vm;
+    const std::string usage =
+        "monokda bench [--R R --L L] [--nb 4] [--block-write] [--reps 200] [--sets 4] [--no-fused] [-o results.json]\n"
+        "       monokda bench --check [--R R --L L --nb 4] [--plant TENSOR] [-o report.md]";
+    if (!parse_args(args, usage, opts, pos, vm)) return 0;
+    if (vm.count("R") != vm.count("L")) bad_input("--R and --L go together");
+    if (vm.count("R") && (R < 1 || R > 64 || L < 1 || L > 8 || R * L > 64))
+        bad_input("--R/--L: the benchmark runs R in 1..64, L in 1..8, R·L <= 64");
+    if (vm.count("plant") && !vm.count("check")) bad_input("--plant needs --check");
+#ifndef MONOKDA_HAVE_GPU_BENCH
+    (void)nb; (void)reps; (void)sets;
+    bad_input("this monokda was built without CUDA; configure with -DMONOKDA_CUDA=ON to run the GPU benchmark");
+#else
+    if (vm.count("check")) {
+        std::vector<bench::CheckCase> cases = bench::default_check_cases();
+        if (vm.count("R")) {
+            bench::CheckCase c;
+            c.R = R;
+            c.L = L;
+            c.nb = nb;
+            c.block_write = vm.count("block-write") > 0;
+            cases = {c};
+        }
+        std::ostringstream report;
+        const int rc = bench::run_unfused_check(cases, plant, report, std::cout);
+        if (!out.empty()) {
+            bench::write_text_file(out, report.str());
+            std::cout << "wrote " << out << "\n";
+        } else {
+            std::cout << report.str();
+        }
+        return rc;
+    }
+    bench::GpuBenchOptions o;
+    if (vm.count("R")) o.shapes = {{R, L}};
+    o.nb = nb;
+    o.block_write = vm.count("block-write") > 0;
+    o.reps = reps;
+    o.sets = sets;
+    o.fused = !vm.count("no-fused");
+    o.stages = !vm.count("no-stages");
+    o.commit = commit;
+    o.command = "monokda bench";
+    for (const auto& a : args) o.command += " " + a;
+    const bench::PerfRun run = bench::run_gpu_bench(o, std::cout);
+    const std::string md = bench::perf_markdown(run);
+    if (!out.empty()) {
+        bench::write_text_file(out, bench::perf_json(run).dump(2) + "\n");
+        bench::write_text_file(sibling(out, "-detail.json"), bench::perf_detail_json(run).dump(2) + "\n");
+        bench::write_text_file(sibling(out, ".md"), md);
+        bench::write_text_file(sibling(out, ".svg"), bench::perf_svg(run));
+        std::cout << "wrote " << out << " and its -detail.json, .md, .svg\n";
+    }
+    std::cout << "\n" << md;
+    return 0;
+#endif
+}
+
+}  // namespace monokda::cli

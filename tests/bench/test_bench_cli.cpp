@@ -1,0 +1,83 @@
+// `monokda bench` in a build without CUDA exists, and fails clearly with exit 2; its option checks
+// come first in every build.
+#include <doctest/doctest.h>
+
+#include <array>
+#include <cstdlib>
+#include <cstdio>
+#include <string>
+#include <sys/wait.h>
+
+namespace {
+
+struct Result {
+    int code;
+    std::string out;
+};
+
+Result run(const std::string& args, const std::string& bin = MONOKDA_BIN) {
+    const std::string cmd = bin + " " + args + " 2>&1";
+    FILE* p = popen(cmd.c_str(), "r");
+    REQUIRE(p != nullptr);
+    std::string out;
+    std::array<char, 4096> buf;
+    while (size_t n = fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
+    const int st = pclose(p);
+    return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
+}
+
+}  // namespace
+
+TEST_CASE("bench --help works without a GPU") {
+    const Result r = run("bench --help");
+    CHECK(r.code == 0);
+    CHECK(r.out.find("--reps") != std::string::npos);
+}
+
+#if !MONOKDA_TEST_CUDA_BUILD
+TEST_CASE("bench in a CPU-only build: exit 2, and it says why") {
+    const Result r = run("bench --R 2 --L 4");
+    CHECK(r.code == 2);
+    CHECK(r.out.find("without CUDA") != std::string::npos);
+    CHECK(run("bench --check").code == 2);
+}
+#endif
+
+TEST_CASE("bench option errors are bad input") {
+    CHECK(run("bench --R 2").code == 2);                 // --L missing
+    CHECK(run("bench --R 65 --L 1").code == 2);          // R out of range
+    CHECK(run("bench --R 16 --L 8").code == 2);          // S > 64
+    CHECK(run("bench --plant x").code == 2);             // --plant without --check
+    CHECK(run("bench --reps").code == 2);                // missing value
+}
+
+TEST_CASE("monokda-bench-cpu renders a detail file and refuses a broken one") {
+    const std::string dir = std::string(MONOKDA_TEST_TMP) + "/bench_render";
+    std::system(("rm -rf " + dir + " && mkdir -p " + dir).c_str());
+    const std::string detail = dir + "/d.json";
+    FILE* f = fopen(detail.c_str(), "w");
+    REQUIRE(f != nullptr);
+    fputs(R"({"device":"G","commit":"c0ffee","date":"d","copy_tb_s":4.0,"rows":[)"
+          R"({"R":2,"L":4,"S":8,"nb":4,"fused_us":null,"unfused_us":45.5,"floor_us":24.9}]})", f);
+    fclose(f);
+    const Result ok = run("--render " + detail + " --md " + dir + "/t.md --svg " + dir + "/t.svg", MONOKDA_BENCH_CPU_BIN);
+    CHECK(ok.code == 0);
+    FILE* md = fopen((dir + "/t.md").c_str(), "r");
+    REQUIRE(md != nullptr);
+    std::string text;
+    std::array<char, 4096> buf;
+    while (size_t n = fread(buf.data(), 1, buf.size(), md)) text.append(buf.data(), n);
+    fclose(md);
+    CHECK(text.find("c0ffee") != std::string::npos);
+    CHECK(text.find("45.5") != std::string::npos);
+    CHECK(text.find("not measured") != std::string::npos);
+
+    f = fopen(detail.c_str(), "w");
+    fputs(R"({"device":"G","rows":[)", f);  // truncated
+    fclose(f);
+    const Result bad = run("--render " + detail + " --md " + dir + "/u.md", MONOKDA_BENCH_CPU_BIN);
+    CHECK(bad.code == 2);
+    FILE* none = fopen((dir + "/u.md").c_str(), "r");
+    CHECK(none == nullptr);  // nothing written
+    if (none) fclose(none);
+}
