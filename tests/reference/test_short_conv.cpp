@@ -89,6 +89,37 @@ TEST_CASE("tap on the oldest entry reads the window from offset a-1") {
     }
 }
 
+TEST_CASE("general W: the window is the W-1 entries from offset a-1, the state keeps W-2 old entries") {
+    for (int W : {2, 3, 5}) {
+        for (int a = 1; a <= 3; ++a) {
+            CAPTURE(W);
+            CAPTURE(a);
+            Config c = tiny_config(4, 1, 1, 1, 1, 3, 1, W);  // C = 3, conv_len = W - 2 + 3
+            StepInputs in = zero_inputs(c);
+            for (int j = 0; j < c.conv_len(); ++j)
+                for (int ch = 0; ch < 3; ++ch) in.conv_state[size_t(in.conv_at(1, j, ch))] = B(float(10 * j + ch + 1) / 8);
+            for (int ch = 0; ch < 3; ++ch) in.conv_w[size_t(ch * W)] = 1;  // the oldest tap only
+            in.num_accepted = {a};
+            std::vector<bf16> proj(size_t(c.S() * c.N), B(0));
+            for (int t = 0; t < 3; ++t)
+                for (int ch = 0; ch < 3; ++ch) proj[size_t(t * c.N + ch)] = B(-float(10 * t + ch + 1) / 4);
+            ConvOut o = conv(in, proj);
+            for (int t = 0; t < 3; ++t)
+                for (int ch = 0; ch < 3; ++ch) {
+                    // seq = [s[a-1] .. s[a+W-3], x_0 ..]; token t's oldest tap is seq[t]
+                    const double want = t < W - 1 ? double(10 * (a - 1 + t) + ch + 1) / 8 : -double(10 * (t - (W - 1)) + ch + 1) / 4;
+                    CHECK(o.qkv[size_t(t * 3 + ch)].bits == silu_bf16(want).bits);
+                }
+            for (int ch = 0; ch < 3; ++ch) {
+                for (int j = 0; j < W - 2; ++j)
+                    CHECK(o.state[size_t(in.conv_at(1, j, ch))].bits == in.conv_state[size_t(in.conv_at(1, a + j, ch))].bits);
+                for (int t = 0; t < 3; ++t)
+                    CHECK(o.state[size_t(in.conv_at(1, W - 2 + t, ch))].bits == proj[size_t(t * c.N + ch)].bits);
+            }
+        }
+    }
+}
+
 TEST_CASE("taps are summed oldest first, left to right, in f32") {
     StepInputs in = conv_step(ConvLayout::sd);
     const Config& c = in.cfg;
