@@ -131,12 +131,16 @@ public:
 
     // Every reduction as the decomposition evaluates it: attn_sumsq, attn_dot, x_sumsq and in_proj
     // split into n_attn slices (partials combined in slice order), onorm_sumsq into n_chunks parts;
-    // all other sums sequential within one CTA. (Inline: core does not link the reference library.)
+    // the kda task's 128-term sums (f_b, l2_q, l2_k, rec_kS, rec_oq) pairwise, as 16 lanes of a
+    // wave reduce them (8 terms a lane, then a butterfly: exactly pair_sum); softmax_den and mix
+    // sequential within one CTA. (Inline: core does not link the reference library.)
     ReductionOrder reduction_order() const {
         ReductionOrder o;  // sequential everywhere by default
         OrderSpec slices{OrderSpec::split, n_attn_, 0}, chunks{OrderSpec::split, n_chunks_, 0};
+        OrderSpec tree{OrderSpec::pairwise, 1, 0};
         o.set(Site::attn_sumsq, slices).set(Site::attn_dot, slices).set(Site::x_sumsq, slices);
         o.set(Site::in_proj, slices).set(Site::onorm_sumsq, chunks);
+        o.set(Site::f_b, tree).set(Site::l2_q, tree).set(Site::l2_k, tree).set(Site::rec_kS, tree).set(Site::rec_oq, tree);
         return o;
     }
 

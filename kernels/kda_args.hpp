@@ -1,0 +1,74 @@
+// What the launcher hands the kernel: one POD struct of pointers, strides and step values, the
+// error record the kernel fills when it refuses or gives up, and the production shape it is
+// specialised on. Shared by the kernel and its launcher (both compiled by nvcc / hipcc).
+#pragma once
+#include <cstdint>
+
+#include "kernels/vendor/gpu.hpp"  // first: core/bf16.hpp uses the vendor's __forceinline__
+#include "core/bf16.hpp"
+
+namespace monokda::gpu {
+
+// SPEC §1, preset k3, with the plan's k3 parameters (core/plan.hpp PlanParams::preset("k3")).
+// The launcher refuses a config or plan that differs.
+namespace k3 {
+constexpr int D = 7168, H = 12, K = 128, V = 128, E = H * K, F = 128, N = 6288, C = 3 * E, W = 4;
+constexpr int kSlice = 128;              // columns of D per attn CTA
+constexpr int kAttn = D / kSlice;        // 56 attn CTAs
+constexpr int kGroupRows = 16;           // in_proj rows per gemv group
+constexpr int kGroups = N / kGroupRows;  // 393
+constexpr int kChunkRows = 16;           // state rows per kda task
+constexpr int kChunks = V / kChunkRows;  // 8 tasks per (request, head)
+constexpr int kShare = K / kChunks;      // q (and k) channels a kda task convolves
+constexpr int kMaxS = 64, kMaxL = 8, kMaxNb = 8;
+}  // namespace k3
+
+constexpr int kThreads = 256;
+
+enum KdaErrorCode : uint32_t {
+    kErrNone = 0,
+    kErrTimeout = 1,         // a poll gave up: box/entry name the mailbox entry
+    kErrSlotRange = 2,       // detail0 = r·L + t, detail1 = value
+    kErrSlotDuplicate = 3,   // detail0 = r·L + t of the second occurrence, detail1 = value
+    kErrAcceptedRange = 4,   // detail0 = r, detail1 = value
+    kErrBadOpcode = 5,       // detail0 = opcode
+    kErrGrid = 6,            // detail0 = gridDim.x
+};
+
+// Written once per launch by the first CTA that fails (compare-and-swap on code).
+struct KdaErrorRecord {
+    uint32_t code, cta, instr, box, entry, detail0, detail1, epoch;
+};
+
+struct KdaArgs {
+    const int32_t* plan;  // Plan::serialize() on the device
+    int R, L, S, nb, block_write, conv_ds, slots;
+    float eps, l2_eps, lower_bound, kscale;
+
+    const bf16* prefix;
+    const bf16* delta;
+    bf16* prefix_out;
+    int64_t prefix_rs, delta_rs, prefix_out_rs;  // row strides (elements)
+    bf16* blocks;
+    int64_t blocks_rs, blocks_bs;  // row (s) and bank-row (i) strides
+    const bf16 *res_norm_w, *res_proj_w, *input_norm_w, *in_proj_w, *f_b_w, *o_norm_w;
+    const float *conv_w, *A_log, *dt_bias;
+    bf16* conv_state;
+    int64_t conv_ss;  // slot stride (elements)
+    float* ssm_state;
+    int64_t ssm_ss;
+    const int32_t* state_indices;
+    const int32_t* num_accepted;
+    bf16* core_out;
+    bf16 *x, *proj, *qkv, *g1, *o;  // hand-offs; g1 and o written only with export_handoffs
+    int export_handoffs;
+
+    uint64_t* tagged;  // tagged mailboxes (value | epoch << 32), plan order
+    uint32_t* flags;   // flagged mailboxes (epoch), plan order
+    uint32_t* epoch;   // advanced by the last CTA of each launch
+    uint32_t* done;    // CTAs finished in this launch; the last resets it
+    KdaErrorRecord* error;
+    uint64_t poll_timeout_ns;
+};
+
+}  // namespace monokda::gpu

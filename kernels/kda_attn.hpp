@@ -1,0 +1,171 @@
+// Role attn (SPEC §3 A on the CTAs of core/plan.hpp): CTA j owns columns j·128 .. j·128+127 of
+// every row. ATTN_PART → PART, ATTN_GATE(row) → WGT, ATTN_MIX → MSQ, ATTN_X → x and XRDY.
+// Sums follow Plan::reduction_order(): Σv², Σv·wq and Σmixed² are sequential within the slice and
+// the 56 slice partials are added in slice order; the softmax and the mix are sequential over
+// sources. Shared memory persists from ATTN_PART to ATTN_X (the sources are read twice).
+#pragma once
+#include "kernels/kda_mailbox.hpp"
+#include "kernels/kda_numerics.hpp"
+
+namespace monokda::gpu {
+
+// NVIDIA parts give a block up to 227 KB of shared memory: every source row of the slice stays
+// there from ATTN_PART to ATTN_MIX. gfx90a/gfx940 give 64 KB: only P' stays in LDS and the bank
+// rows are read again from global memory (L2) where they are needed.
+#if MONOKDA_AMD
+constexpr bool kSourcesInShared = false;
+#else
+constexpr bool kSourcesInShared = true;
+#endif
+
+struct AttnSmem {
+    static constexpr int kRowWords = k3::kSlice / 2 + 1;  // one word of padding: rows start in different banks
+    static constexpr int kKept = kSourcesInShared ? k3::kMaxNb + 1 : 1;
+    uint32_t src[k3::kMaxS][kKept][kRowWords];  // bf16 pairs: v_0..v_{nb-1} = bank rows, v_nb = P' (or P' alone)
+    float mixed[k3::kMaxS][k3::kSlice];
+    float wq[k3::kSlice];
+    float scratch[k3::kMaxS * k3::kAttn];  // mailbox values of the instruction being run
+    float rr[k3::kMaxS];
+    float logit[k3::kMaxNb + 1];
+};
+
+// Word w (columns 2w, 2w+1 of the slice) of source i of row s.
+__device__ __forceinline__ uint32_t src_word(const KdaArgs& a, const AttnSmem& sm, int s, int i, int w, int col0) {
+    if (kSourcesInShared) return sm.src[s][i][w];
+    if (i == a.nb) return sm.src[s][0][w];
+    return __ldg(reinterpret_cast<const uint32_t*>(a.blocks + s * a.blocks_rs + i * a.blocks_bs + col0) + w);
+}
+
+// P' = bf16(P + delta) → prefix_out (and bank row nb); per (row, source) partial Σv², Σv·wq → PART.
+__device__ void attn_part(const KdaArgs& a, const Ctl& c, AttnSmem& sm, int j) {
+    const int S = a.S, nb = a.nb, col0 = j * k3::kSlice;
+    for (int d = threadIdx.x; d < k3::kSlice; d += kThreads)
+        sm.wq[d] = bf(a.res_norm_w[col0 + d]) * bf(a.res_proj_w[col0 + d]);  // exact: 8-bit × 8-bit mantissas
+    for (int it = threadIdx.x; it < S * 16; it += kThreads) {
+        const int s = it / 16, col = col0 + (it % 16) * 8;
+        const uint4 p = __ldg(reinterpret_cast<const uint4*>(a.prefix + s * a.prefix_rs + col));
+        const uint4 dl = __ldg(reinterpret_cast<const uint4*>(a.delta + s * a.delta_rs + col));
+        const uint32_t pw[4] = {p.x, p.y, p.z, p.w}, dw[4] = {dl.x, dl.y, dl.z, dl.w};
+        uint32_t o[4];
+        for (int q = 0; q < 4; ++q)
+            o[q] = pack(bf_lo(pw[q]) + bf_lo(dw[q]), bf_hi(pw[q]) + bf_hi(dw[q]));  // rounding #1
+        const uint4 ov = make_uint4(o[0], o[1], o[2], o[3]);
+        *reinterpret_cast<uint4*>(a.prefix_out + s * a.prefix_out_rs + col) = ov;
+        if (a.block_write) *reinterpret_cast<uint4*>(a.blocks + s * a.blocks_rs + nb * a.blocks_bs + col) = ov;
+        for (int q = 0; q < 4; ++q) sm.src[s][kSourcesInShared ? nb : 0][(it % 16) * 4 + q] = o[q];
+    }
+    for (int it = threadIdx.x; kSourcesInShared && it < nb * S * 16; it += kThreads) {
+        const int i = it / (S * 16), s = it / 16 % S, q16 = it % 16;
+        const uint4 v = __ldg(reinterpret_cast<const uint4*>(a.blocks + s * a.blocks_rs + i * a.blocks_bs + col0 + q16 * 8));
+        sm.src[s][i][q16 * 4 + 0] = v.x;
+        sm.src[s][i][q16 * 4 + 1] = v.y;
+        sm.src[s][i][q16 * 4 + 2] = v.z;
+        sm.src[s][i][q16 * 4 + 3] = v.w;
+    }
+    __syncthreads();
+    for (int p = threadIdx.x; p < S * (nb + 1); p += kThreads) {
+        const int s = p / (nb + 1), i = p % (nb + 1);
+        uint32_t word = src_word(a, sm, s, i, 0, col0);
+        float v = bf_lo(word);
+        float ss = v * v, dot = v * sm.wq[0];
+        v = bf_hi(word);
+        ss = ss + v * v;
+        dot = dot + v * sm.wq[1];
+        for (int w = 1; w < k3::kSlice / 2; ++w) {
+            word = src_word(a, sm, s, i, w, col0);
+            v = bf_lo(word);
+            ss = ss + v * v;
+            dot = dot + v * sm.wq[2 * w];
+            v = bf_hi(word);
+            ss = ss + v * v;
+            dot = dot + v * sm.wq[2 * w + 1];
+        }
+        const int entry = (s * (nb + 1) + i) * k3::kAttn + j;  // Plan::part(s, i, j)
+        put_tagged(a, c, Mailbox::PART, entry, 0, ss);
+        put_tagged(a, c, Mailbox::PART, entry, 1, dot);
+    }
+    __syncthreads();
+}
+
+// Softmax weights of one row from the 56 slices' partials → WGT[row] = (e_0..e_nb, Σe).
+__device__ bool attn_gate(const KdaArgs& a, const Ctl& c, AttnSmem& sm, int row) {
+    const int nb = a.nb, ns = nb + 1;
+    if (!wait_tagged(a, c, Mailbox::PART, row * ns * k3::kAttn, ns * k3::kAttn * 2, sm.scratch)) return false;
+    if (threadIdx.x < ns) {
+        const float* part = sm.scratch + threadIdx.x * k3::kAttn * 2;  // [slice][Σv², Σv·wq]
+        float ss = part[0], dot = part[1];
+        for (int j = 1; j < k3::kAttn; ++j) {
+            ss = ss + part[2 * j];
+            dot = dot + part[2 * j + 1];
+        }
+        const float r = 1.0f / sqrtf(ss / float(k3::D) + a.eps);
+        sm.logit[threadIdx.x] = dot * r;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        float m = sm.logit[0];
+        for (int i = 1; i < ns; ++i) m = fmaxf(m, sm.logit[i]);
+        float den = 0;
+        for (int i = 0; i < ns; ++i) {
+            const float e = exp_f(sm.logit[i] - m);
+            den = i == 0 ? e : den + e;
+            put_tagged(a, c, Mailbox::WGT, row, i, e);
+        }
+        put_tagged(a, c, Mailbox::WGT, row, ns, den);
+    }
+    __syncthreads();
+    return true;
+}
+
+// mixed = Σ_i e_i·v_i / Σe for the slice's columns (kept f32), partial Σmixed² → MSQ[row][j].
+__device__ bool attn_mix(const KdaArgs& a, const Ctl& c, AttnSmem& sm, int j) {
+    const int S = a.S, nb = a.nb, wpe = nb + 2, col0 = j * k3::kSlice;
+    if (!wait_tagged(a, c, Mailbox::WGT, 0, S * wpe, sm.scratch)) return false;
+    for (int it = threadIdx.x; it < S * k3::kSlice; it += kThreads) {
+        const int s = it / k3::kSlice, d = it % k3::kSlice;
+        const float* e = sm.scratch + s * wpe;
+        auto v = [&](int i) {
+            const uint32_t w = src_word(a, sm, s, i, d / 2, col0);
+            return (d & 1) ? bf_hi(w) : bf_lo(w);
+        };
+        float acc = e[0] * v(0);
+        for (int i = 1; i <= nb; ++i) acc = acc + e[i] * v(i);
+        sm.mixed[s][d] = acc / e[nb + 1];
+    }
+    __syncthreads();
+    for (int s = threadIdx.x; s < S; s += kThreads) {
+        const float* m = sm.mixed[s];
+        float ms = m[0] * m[0];
+        for (int d = 1; d < k3::kSlice; ++d) ms = ms + m[d] * m[d];
+        put_tagged(a, c, Mailbox::MSQ, s * k3::kAttn + j, 0, ms);
+    }
+    __syncthreads();
+    return true;
+}
+
+// x = bf16((mixed · 1/rms) · input_norm_w) for the slice (rounding #2) → x, then XRDY[j].
+__device__ bool attn_x(const KdaArgs& a, const Ctl& c, AttnSmem& sm, int j) {
+    const int S = a.S, col0 = j * k3::kSlice;
+    if (!wait_tagged(a, c, Mailbox::MSQ, 0, S * k3::kAttn, sm.scratch)) return false;
+    for (int s = threadIdx.x; s < S; s += kThreads) {
+        const float* p = sm.scratch + s * k3::kAttn;
+        float ms = p[0];
+        for (int jj = 1; jj < k3::kAttn; ++jj) ms = ms + p[jj];
+        sm.rr[s] = 1.0f / sqrtf(ms / float(k3::D) + a.eps);
+    }
+    __syncthreads();
+    for (int it = threadIdx.x; it < S * 16; it += kThreads) {
+        const int s = it / 16, d0 = (it % 16) * 8;
+        uint32_t o[4];
+        for (int q = 0; q < 4; ++q) {
+            const int d = d0 + 2 * q;
+            o[q] = pack((sm.mixed[s][d] * sm.rr[s]) * bf(a.input_norm_w[col0 + d]),
+                        (sm.mixed[s][d + 1] * sm.rr[s]) * bf(a.input_norm_w[col0 + d + 1]));
+        }
+        *reinterpret_cast<uint4*>(a.x + size_t(s) * k3::D + col0 + d0) = make_uint4(o[0], o[1], o[2], o[3]);
+    }
+    publish_flag(a, c, Mailbox::XRDY, j);
+    return true;
+}
+
+}  // namespace monokda::gpu

@@ -1,0 +1,103 @@
+// Cross-CTA hand-offs of kda_pre (SPEC §4): mailbox entries in device memory, tagged with the
+// launch's epoch so nothing is reset between launches. Two kinds (core/plan.hpp, is_tagged):
+//   tagged pairs: value and tag in one 64-bit word; the consumer polls the data itself.
+//   flags: one 32-bit epoch word, released after the data it guards (x, proj, qkv) is written.
+// Every poll is bounded: past the launch's timeout it records the error word and gives up, and
+// every other poll gives up as soon as it sees the error word, so a broken launch ends.
+#pragma once
+#include "core/plan.hpp"
+#include "kernels/kda_args.hpp"
+#include "kernels/vendor/gpu.hpp"
+
+namespace monokda::gpu {
+
+// Per-CTA control block (static shared memory).
+struct Ctl {
+    uint32_t tag;                          // this launch's epoch
+    uint32_t tagged_off[kMailboxCount];    // first word of each tagged box in KdaArgs::tagged
+    uint32_t flag_off[kMailboxCount];      // first word of each flagged box in KdaArgs::flags
+    uint32_t words[kMailboxCount];         // words per entry
+    int32_t instr;                         // instruction being executed (for the error record)
+    int32_t prefetched;                    // gemv group whose first weight slices are in flight, or -1
+};
+
+__device__ __forceinline__ void record_error(const KdaArgs& a, const Ctl& c, uint32_t code, uint32_t box,
+                                             uint32_t entry, uint32_t d0, uint32_t d1) {
+    if (atomicCAS(&a.error->code, 0u, code) == 0u) {
+        a.error->cta = blockIdx.x;
+        a.error->instr = uint32_t(c.instr);
+        a.error->box = box;
+        a.error->entry = entry;
+        a.error->detail0 = d0;
+        a.error->detail1 = d1;
+        a.error->epoch = c.tag;
+        __threadfence();
+    }
+}
+
+// Spins on one mailbox word until ready(word) or the launch gives up.
+template <class Load, class Ready>
+__device__ bool spin(const KdaArgs& a, const Ctl& c, Load load, Ready ready, uint32_t box, uint32_t entry) {
+    const uint64_t t0 = now_ns();
+    for (uint32_t it = 1;; ++it) {
+        pause();
+        if (ready(load())) return true;
+        if ((it & 15) == 0) {
+            if (ld_relaxed32(&a.error->code) != 0) return false;
+            if (now_ns() - t0 > a.poll_timeout_ns) {
+                record_error(a, c, kErrTimeout, box, entry, 0, 0);
+                return false;
+            }
+        }
+    }
+}
+
+// Tagged box `box`, entries first.. (each c.words[box] words), n words in all: waits until each
+// carries this launch's tag and copies the values to out (shared). Block-uniform result.
+__device__ __forceinline__ bool wait_tagged(const KdaArgs& a, const Ctl& c, Mailbox box, int first_entry, int n,
+                                            float* out) {
+    const int wpe = int(c.words[int(box)]);
+    const uint64_t* words = a.tagged + c.tagged_off[int(box)] + size_t(first_entry) * wpe;
+    bool ok = true;
+    for (int w = threadIdx.x; w < n && ok; w += kThreads) {
+        uint64_t v = ld_relaxed(words + w);
+        if (uint32_t(v >> 32) != c.tag)
+            ok = spin(a, c, [&] { return v = ld_relaxed(words + w); },
+                      [&](uint64_t x) { return uint32_t(x >> 32) == c.tag; }, uint32_t(box),
+                      uint32_t(first_entry + w / wpe));
+        out[w] = f32_from_bits(uint32_t(v));
+    }
+    return !__syncthreads_or(!ok);
+}
+
+// One thread stores word `word` of tagged entry `entry`.
+__device__ __forceinline__ void put_tagged(const KdaArgs& a, const Ctl& c, Mailbox box, int entry, int word,
+                                           float value) {
+    uint64_t* p = a.tagged + c.tagged_off[int(box)] + size_t(entry) * c.words[int(box)] + word;
+    st_relaxed(p, (uint64_t(c.tag) << 32) | f32_bits(value));
+}
+
+// Waits for n flags of `box`, flag i at entry entry_of(i); thread i polls flag i. After it, every
+// thread may read what the flags guard. Block-uniform result.
+template <class EntryOf>
+__device__ bool wait_flags(const KdaArgs& a, const Ctl& c, Mailbox box, int n, EntryOf entry_of) {
+    bool ok = true;
+    for (int i = threadIdx.x; i < n && ok; i += kThreads) {
+        const int e = entry_of(i);
+        const uint32_t* f = a.flags + c.flag_off[int(box)] + e;
+        if (ld_acquire(f) != c.tag)
+            ok = spin(a, c, [&] { return ld_acquire(f); }, [&](uint32_t x) { return x == c.tag; }, uint32_t(box),
+                      uint32_t(e));
+        __threadfence();
+    }
+    return !__syncthreads_or(!ok);
+}
+
+// Every thread calls it after writing its share of what the flag guards.
+__device__ __forceinline__ void publish_flag(const KdaArgs& a, const Ctl& c, Mailbox box, int entry) {
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) st_release(a.flags + c.flag_off[int(box)] + entry, c.tag);
+}
+
+}  // namespace monokda::gpu

@@ -1,0 +1,35 @@
+// The arithmetic of SPEC §3 as the kernel evaluates it, matched to the reference
+// (reference/reference.cpp) operation by operation: no contraction into FMA (the build passes
+// --fmad=false / -ffp-contract=off), IEEE division and sqrt, and exp through double so the f32
+// result is the correctly rounded one (as glibc's expf almost always is).
+#pragma once
+#include "core/bf16.hpp"
+#include "kernels/vendor/gpu.hpp"
+
+namespace monokda::gpu {
+
+__device__ __forceinline__ float bf(bf16 b) { return b.to_float(); }
+__device__ __forceinline__ float bf_lo(uint32_t pair) { return f32_from_bits(pair << 16); }
+__device__ __forceinline__ float bf_hi(uint32_t pair) { return f32_from_bits(pair & 0xffff0000u); }
+__device__ __forceinline__ uint16_t rnd(float f) { return bf16::round(f).bits; }
+__device__ __forceinline__ uint32_t pack(float lo, float hi) { return uint32_t(rnd(lo)) | (uint32_t(rnd(hi)) << 16); }
+
+__device__ __forceinline__ float exp_f(float x) { return float(exp(double(x))); }
+__device__ __forceinline__ float sigmoid_f(float z) { return 1.0f / (1.0f + exp_f(-z)); }
+
+// Pairwise sum (ReductionOrder "pairwise") of 128 terms held 8 a lane by 16 consecutive lanes,
+// lane l holding terms 8l..8l+7: the in-lane tree and then the butterfly over lanes 1, 2, 4, 8
+// build exactly pair_sum(0, 128). Every lane of the 16 gets the same bits (addition commutes).
+// All lanes of the wave must call it.
+__device__ __forceinline__ float pairwise8(const float (&t)[8]) {
+    return ((t[0] + t[1]) + (t[2] + t[3])) + ((t[4] + t[5]) + (t[6] + t[7]));
+}
+__device__ __forceinline__ float pairwise_16_lanes(float part) {
+    part = part + __shfl_xor(part, 1);
+    part = part + __shfl_xor(part, 2);
+    part = part + __shfl_xor(part, 4);
+    part = part + __shfl_xor(part, 8);
+    return part;
+}
+
+}  // namespace monokda::gpu

@@ -1,0 +1,341 @@
+// kda_pre: one launch a layer (SPEC §4). The kernel is an interpreter over the uploaded CTA plan
+// (core/plan.hpp): CTA n runs its instruction list in order, each opcode a role body
+// (kda_attn.hpp, kda_gemv.hpp, kda_task.hpp). Then the launcher: validation, the cooperative
+// launch, and the error word turned into an error naming what went wrong.
+// The same file builds with nvcc (sm_90a) and hipcc (gfx90a, gfx940).
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "kernels/vendor/gpu.hpp"  // first: the vendor's names before any shared header
+
+#include "core/error.hpp"
+#include "kernels/kda_attn.hpp"
+#include "kernels/kda_gemv.hpp"
+#include "kernels/kda_pre.hpp"
+#include "kernels/kda_task.hpp"
+
+namespace monokda::gpu {
+
+namespace {
+
+constexpr size_t kSmemBytes = std::max(sizeof(AttnSmem), std::max(sizeof(GemvSmem), sizeof(KdaSmem)));
+constexpr int kHeaderWords = int(sizeof(PlanHeader) / 4);
+#if MONOKDA_AMD
+constexpr size_t kSmemLimit = 65536;  // LDS a workgroup on gfx90a / gfx940
+#else
+constexpr size_t kSmemLimit = 232448;  // sm_90: shared memory a block may opt into
+#endif
+static_assert(kSmemBytes + sizeof(Ctl) <= kSmemLimit, "a role's shared memory does not fit the target");
+
+// Which mailboxes hold tagged pairs: the stages below poll them so (Plan::is_tagged must agree;
+// the launcher checks).
+__host__ __device__ constexpr bool box_is_tagged(int m) {
+    return m == int(Mailbox::PART) || m == int(Mailbox::WGT) || m == int(Mailbox::MSQ) || m == int(Mailbox::ONRM);
+}
+
+// Slot values and num_accepted, checked by every CTA before anything is written; CTA 0 records.
+__device__ bool step_values_ok(const KdaArgs& a, const Ctl& c) {
+    bool bad = false;
+    uint32_t code = 0, d0 = 0, d1 = 0;
+    for (int i = threadIdx.x; i < a.S; i += kThreads) {
+        const int32_t v = a.state_indices[i];
+        if (v <= 0) continue;
+        if (v >= a.slots) {
+            bad = true, code = kErrSlotRange, d0 = uint32_t(i), d1 = uint32_t(v);
+            continue;
+        }
+        for (int j = 0; j < i; ++j)
+            if (a.state_indices[j] == v) {
+                bad = true, code = kErrSlotDuplicate, d0 = uint32_t(i), d1 = uint32_t(v);
+                break;
+            }
+    }
+    for (int r = threadIdx.x; r < a.R; r += kThreads) {
+        const int32_t n = a.num_accepted[r];
+        if (n < 1 || n > a.L) bad = true, code = kErrAcceptedRange, d0 = uint32_t(r), d1 = uint32_t(n);
+    }
+    if (bad && blockIdx.x == 0) record_error(a, c, code, ~0u, ~0u, d0, d1);
+    return !__syncthreads_or(bad);
+}
+
+template <bool kExactInProj>
+__device__ bool run_instructions(const KdaArgs& a, Ctl& c, unsigned char* smem) {
+    const PlanHeader* h = reinterpret_cast<const PlanHeader*>(a.plan);
+    const int32_t* cta_begin = a.plan + kHeaderWords + 2 * kMailboxCount;
+    const Instr* ins = reinterpret_cast<const Instr*>(cta_begin + h->blocks + 1);
+    AttnSmem& attn = *reinterpret_cast<AttnSmem*>(smem);
+    GemvSmem& gemv = *reinterpret_cast<GemvSmem*>(smem);
+    KdaSmem& kda = *reinterpret_cast<KdaSmem*>(smem);
+    const int end = cta_begin[blockIdx.x + 1];
+    for (int i = cta_begin[blockIdx.x]; i < end; ++i) {
+        const Instr in = ins[i];
+        if (threadIdx.x == 0) c.instr = i;
+        __syncthreads();
+        bool ok = true;
+        switch (Op(in.op)) {
+            case Op::ATTN_PART: attn_part(a, c, attn, in.a); break;
+            case Op::ATTN_GATE: ok = attn_gate(a, c, attn, in.a); break;
+            case Op::ATTN_MIX: ok = attn_mix(a, c, attn, in.a); break;
+            case Op::ATTN_X: ok = attn_x(a, c, attn, in.a); break;
+            case Op::GEMV_PREFETCH: gemv_prefetch(a, c, gemv, in.a); break;
+            case Op::GEMV_GROUP: ok = gemv_group<kExactInProj>(a, c, gemv, in.a); break;
+            case Op::KDA_LOAD: kda_load(a, kda, in.a, in.b, in.c); break;
+            case Op::KDA_CONV: ok = kda_conv(a, c, kda, in.a, in.b, in.c); break;
+            case Op::KDA_REC: ok = kda_rec(a, c, kda, in.a, in.b, in.c); break;
+            case Op::KDA_NORM: ok = kda_norm(a, c, kda, in.a, in.b, in.c); break;
+            default:
+                if (threadIdx.x == 0) record_error(a, c, kErrBadOpcode, ~0u, ~0u, uint32_t(in.op), 0);
+                ok = false;
+        }
+        if (!ok) return false;
+    }
+    return true;
+}
+
+// kExactInProj: the in_proj body (kda_gemv.hpp): exact sum order, or the matrix unit.
+template <bool kExactInProj>
+__global__ void __launch_bounds__(kThreads, 1) kda_pre_kernel(const KdaArgs a) {
+    extern __shared__ __align__(16) unsigned char smem[];
+    __shared__ Ctl c;
+    if (threadIdx.x == 0) {
+        // every CTA reads the epoch before any CTA can finish, so all agree on the tag
+        c.tag = ld_relaxed32(a.epoch) + 1;
+        const int32_t* entries = a.plan + kHeaderWords;
+        const int32_t* words = entries + kMailboxCount;
+        uint32_t t = 0, f = 0;
+        for (int m = 0; m < kMailboxCount; ++m) {
+            c.words[m] = uint32_t(words[m]);
+            if (box_is_tagged(m)) c.tagged_off[m] = t, t += uint32_t(entries[m] * words[m]);
+            else c.flag_off[m] = f, f += uint32_t(entries[m]);
+        }
+        c.instr = -1;
+        c.prefetched = -1;
+    }
+    __syncthreads();
+    bool ok = true;
+    if (int(gridDim.x) != reinterpret_cast<const PlanHeader*>(a.plan)->blocks) {
+        if (threadIdx.x == 0 && blockIdx.x == 0) record_error(a, c, kErrGrid, ~0u, ~0u, gridDim.x, 0);
+        ok = false;
+    }
+    if (ok) ok = step_values_ok(a, c);
+    if (ok) run_instructions<kExactInProj>(a, c, smem);
+    async_wait<0>();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        __threadfence();
+        if (atomicAdd(a.done, 1u) == gridDim.x - 1) {  // the last CTA of the launch advances the epoch
+            atomicExch(a.done, 0u);
+            __threadfence();
+            st_release(a.epoch, c.tag);
+        }
+    }
+}
+
+void check_hip(hipError_t e, const char* what) {
+    if (e != hipSuccess) throw GpuError(std::string("kda_pre: ") + what + ": " + hipGetErrorString(e));
+}
+
+std::string ss(int64_t v) { return std::to_string(v); }
+
+}  // namespace
+
+DeviceInfo probe() {
+    DeviceInfo d;
+    d.built = true;
+    d.vendor = MONOKDA_VENDOR;
+    int n = 0;
+    if (hipGetDeviceCount(&n) != hipSuccess || n == 0) {
+        (void)hipGetLastError();
+        d.why = "no " + d.vendor + " GPU found";
+        return d;
+    }
+    int dev = 0;
+    hipDeviceProp_t p;
+    if (hipGetDevice(&dev) != hipSuccess || hipGetDeviceProperties(&p, dev) != hipSuccess) {
+        (void)hipGetLastError();
+        d.why = "cannot read the GPU's properties";
+        return d;
+    }
+    d.name = p.name;
+    d.sms = p.multiProcessorCount;
+    int coop = 0, smem = 0;
+    (void)hipDeviceGetAttribute(&coop, hipDeviceAttributeCooperativeLaunch, dev);
+    (void)hipDeviceGetAttribute(&smem, hipDeviceAttributeMaxSharedMemoryPerBlock, dev);
+    d.cooperative = coop != 0;
+    d.smem_optin = smem;
+#if MONOKDA_NVIDIA
+    if (p.major < 9) {
+        d.why = d.name + " is compute capability " + ss(p.major) + "." + ss(p.minor) + "; the build is for sm_90a";
+        return d;
+    }
+#endif
+    if (!d.cooperative) {
+        d.why = d.name + " does not support cooperative launches (co-residency cannot be guaranteed)";
+        return d;
+    }
+    if (d.smem_optin < int64_t(kSmemBytes)) {
+        d.why = d.name + " offers " + ss(d.smem_optin) + " bytes of shared memory a block; kda_pre needs " +
+                ss(int64_t(kSmemBytes));
+        return d;
+    }
+    d.present = true;
+    return d;
+}
+
+struct KdaLauncher::Impl {
+    Plan plan;
+    LaunchOptions opt;
+    std::vector<int32_t> words;
+    int32_t* d_plan = nullptr;
+    uint64_t* d_tagged = nullptr;
+    uint32_t* d_flags = nullptr;
+    uint32_t* d_counters = nullptr;  // [0] epoch, [1] done
+    KdaErrorRecord* d_error = nullptr;
+
+    explicit Impl(const Plan& p) : plan(p) {}
+    ~Impl() {
+        for (void* q : {(void*)d_plan, (void*)d_tagged, (void*)d_flags, (void*)d_counters, (void*)d_error})
+            if (q) (void)hipFree(q);
+    }
+};
+
+KdaLauncher::KdaLauncher(const Plan& plan, const LaunchOptions& opt) : impl_(new Impl(plan)) {
+    const DeviceInfo dev = probe();
+    if (!dev.present) throw NoGpu("kda_pre: " + dev.why);
+    const Config& cfg = plan.config();
+    check_supported(cfg);
+    const PlanParams& pp = plan.params();
+    if (plan.n_attn() != k3::kAttn || pp.slice_width != k3::kSlice || pp.gemv_group_rows != k3::kGroupRows ||
+        pp.kda_chunk_rows != k3::kChunkRows)
+        bad_input("kda_pre kernel: the plan must use the k3 parameters (slice 128, group rows 16, chunk rows 16)");
+    if (plan.blocks() != dev.sms)
+        bad_input("kda_pre kernel: the plan has " + ss(plan.blocks()) + " CTAs but " + dev.name + " has " +
+                  ss(dev.sms) + " SMs/CUs (one CTA each)");
+    for (int m = 0; m < kMailboxCount; ++m)
+        if (is_tagged(Mailbox(m)) != box_is_tagged(m))
+            throw GpuError("kda_pre: mailbox " + std::string(to_string(Mailbox(m))) + " is tagged in the plan but not in the kernel, or the reverse");
+    if (opt.check_plan) {
+        const auto problems = plan.structural_problems();
+        if (!problems.empty()) bad_input("kda_pre kernel: the plan is unsound: " + problems.front());
+    }
+    if (opt.poll_timeout_ms < 1) bad_input("kda_pre: poll timeout must be at least 1 ms");
+    impl_->opt = opt;
+
+    Impl& m = *impl_;
+    m.words = plan.serialize();
+    size_t tagged = 0, flags = 0;
+    for (int b = 0; b < kMailboxCount; ++b)
+        (box_is_tagged(b) ? tagged : flags) += size_t(plan.entries(Mailbox(b))) * plan.words_per_entry(Mailbox(b));
+    check_hip(hipMalloc(&m.d_plan, m.words.size() * 4), "allocating the plan");
+    check_hip(hipMemcpy(m.d_plan, m.words.data(), m.words.size() * 4, hipMemcpyHostToDevice), "uploading the plan");
+    check_hip(hipMalloc(&m.d_tagged, std::max<size_t>(tagged, 1) * 8), "allocating mailboxes");
+    check_hip(hipMalloc(&m.d_flags, std::max<size_t>(flags, 1) * 4), "allocating mailboxes");
+    check_hip(hipMalloc(&m.d_counters, 2 * 4), "allocating the epoch");
+    check_hip(hipMalloc(&m.d_error, sizeof(KdaErrorRecord)), "allocating the error word");
+    // zero once: tag 0 is never a launch's tag, so fresh mailboxes read as "not ready"
+    check_hip(hipMemset(m.d_tagged, 0, std::max<size_t>(tagged, 1) * 8), "clearing mailboxes");
+    check_hip(hipMemset(m.d_flags, 0, std::max<size_t>(flags, 1) * 4), "clearing mailboxes");
+    check_hip(hipMemset(m.d_counters, 0, 2 * 4), "clearing the epoch");
+    check_hip(hipMemset(m.d_error, 0, sizeof(KdaErrorRecord)), "clearing the error word");
+    auto kernel = opt.exact_in_proj ? &kda_pre_kernel<true> : &kda_pre_kernel<false>;
+    check_hip(hipFuncSetAttribute(reinterpret_cast<const void*>(kernel), hipFuncAttributeMaxDynamicSharedMemorySize,
+                                  int(kSmemBytes)),
+              "raising the shared-memory limit");
+    int per_sm = 0;
+    check_hip(hipOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, kSmemBytes), "occupancy query");
+    if (per_sm < 1 || int64_t(per_sm) * dev.sms < plan.blocks())
+        throw GpuError("kda_pre: " + ss(plan.blocks()) + " CTAs cannot all be resident (" + ss(per_sm) +
+                       " a multiprocessor); refusing to launch");
+}
+
+KdaLauncher::~KdaLauncher() = default;
+const Plan& KdaLauncher::plan() const { return impl_->plan; }
+
+void KdaLauncher::launch(const KdaTensors& t, void* stream) {
+    const Config& c = impl_->plan.config();
+    validate_tensors(c, t, impl_->opt.export_handoffs);
+    KdaArgs a{};
+    a.plan = impl_->d_plan;
+    a.R = c.R, a.L = c.L, a.S = c.S(), a.nb = c.nb, a.block_write = c.block_write ? 1 : 0;
+    a.conv_ds = c.conv_layout == ConvLayout::ds ? 1 : 0;
+    a.slots = c.slots;
+    a.eps = float(c.eps), a.l2_eps = float(c.l2_eps), a.lower_bound = float(c.lower_bound);
+    a.kscale = float(std::pow(double(c.K), -0.5));
+    auto bf = [](const View& v) { return static_cast<bf16*>(const_cast<void*>(v.data)); };
+    auto f32 = [](const View& v) { return static_cast<float*>(const_cast<void*>(v.data)); };
+    a.prefix = bf(t.prefix), a.prefix_rs = t.prefix.strides[0];
+    a.delta = bf(t.delta), a.delta_rs = t.delta.strides[0];
+    a.prefix_out = bf(t.prefix_out), a.prefix_out_rs = t.prefix_out.strides[0];
+    a.blocks = bf(t.blocks), a.blocks_rs = t.blocks.strides[0], a.blocks_bs = t.blocks.strides[1];
+    a.res_norm_w = bf(t.res_norm_w), a.res_proj_w = bf(t.res_proj_w), a.input_norm_w = bf(t.input_norm_w);
+    a.in_proj_w = bf(t.in_proj_w), a.f_b_w = bf(t.f_b_w), a.o_norm_w = bf(t.o_norm_w);
+    a.conv_w = f32(t.conv_w), a.A_log = f32(t.A_log), a.dt_bias = f32(t.dt_bias);
+    a.conv_state = bf(t.conv_state), a.conv_ss = t.conv_state.strides[0];
+    a.ssm_state = f32(t.ssm_state), a.ssm_ss = t.ssm_state.strides[0];
+    a.state_indices = static_cast<const int32_t*>(t.state_indices.data);
+    a.num_accepted = static_cast<const int32_t*>(t.num_accepted.data);
+    a.core_out = bf(t.core_out);
+    a.x = bf(t.x), a.proj = bf(t.proj), a.qkv = bf(t.qkv);
+    a.export_handoffs = impl_->opt.export_handoffs ? 1 : 0;
+    a.g1 = a.export_handoffs ? bf(t.g1) : nullptr;
+    a.o = a.export_handoffs ? bf(t.o) : nullptr;
+    a.tagged = impl_->d_tagged, a.flags = impl_->d_flags;
+    a.epoch = impl_->d_counters, a.done = impl_->d_counters + 1;
+    a.error = impl_->d_error;
+    a.poll_timeout_ns = uint64_t(impl_->opt.poll_timeout_ms) * 1000000ull;
+    void* args[] = {&a};
+    auto kernel = impl_->opt.exact_in_proj ? &kda_pre_kernel<true> : &kda_pre_kernel<false>;
+    check_hip(hipLaunchCooperativeKernel(reinterpret_cast<const void*>(kernel), dim3(impl_->plan.blocks()),
+                                         dim3(kThreads), args, kSmemBytes, static_cast<hipStream_t>(stream)),
+              "cooperative launch");
+}
+
+void KdaLauncher::check(void* stream) {
+    check_hip(hipStreamSynchronize(static_cast<hipStream_t>(stream)), "kernel execution");
+    KdaErrorRecord e{};
+    check_hip(hipMemcpy(&e, impl_->d_error, sizeof e, hipMemcpyDeviceToHost), "reading the error word");
+    if (e.code == kErrNone) return;
+    check_hip(hipMemset(impl_->d_error, 0, sizeof e), "clearing the error word");
+    const Plan& p = impl_->plan;
+    const int L = p.config().L;
+    switch (e.code) {
+        case kErrSlotRange:
+            bad_input("state_indices[" + ss(e.detail0 / L) + "][" + ss(e.detail0 % L) + "] = " +
+                      ss(int32_t(e.detail1)) + " is out of range (slots = " + ss(p.config().slots) +
+                      ") (found on the device; nothing was written)");
+        case kErrSlotDuplicate:
+            bad_input("state_indices: slot " + ss(int32_t(e.detail1)) + " appears more than once (at [" +
+                      ss(e.detail0 / L) + "][" + ss(e.detail0 % L) + "]) (found on the device; nothing was written)");
+        case kErrAcceptedRange:
+            bad_input("num_accepted[" + ss(e.detail0) + "] = " + ss(int32_t(e.detail1)) + " is outside 1..L = 1.." +
+                      ss(L) + " (found on the device; nothing was written)");
+        case kErrTimeout: {
+            std::string where = "CTA " + ss(e.cta);
+            const int begin = impl_->words[size_t(kHeaderWords + 2 * kMailboxCount) + e.cta];
+            const int local = int(e.instr) - begin;
+            if (e.cta < uint32_t(p.blocks()) && local >= 0 && local < int(p.instrs(int(e.cta)).size()))
+                where += " " + p.describe(p.instrs(int(e.cta))[size_t(local)]);
+            std::string what = e.box < uint32_t(kMailboxCount) && int(e.entry) < p.entries(Mailbox(e.box))
+                                   ? p.entry_name({Mailbox(e.box), int32_t(e.entry)})
+                                   : "mailbox " + ss(e.box) + " entry " + ss(e.entry);
+            throw GpuError("kda_pre: TIMEOUT: " + where + " gave up waiting for " + what + " after " +
+                           ss(impl_->opt.poll_timeout_ms) + " ms (epoch " + ss(e.epoch) + ")");
+        }
+        case kErrBadOpcode:
+            throw GpuError("kda_pre: CTA " + ss(e.cta) + " met unknown opcode " + ss(int32_t(e.detail0)));
+        case kErrGrid:
+            throw GpuError("kda_pre: launched with " + ss(e.detail0) + " CTAs, the plan has " + ss(p.blocks()));
+        default: throw GpuError("kda_pre: unknown error code " + ss(e.code));
+    }
+}
+
+uint32_t KdaLauncher::device_epoch() const {
+    uint32_t e = 0;
+    check_hip(hipDeviceSynchronize(), "synchronising");
+    check_hip(hipMemcpy(&e, impl_->d_counters, 4, hipMemcpyDeviceToHost), "reading the epoch");
+    return e;
+}
+
+}  // namespace monokda::gpu

@@ -1,0 +1,103 @@
+// The one place that knows which GPU vendor the kernel is built for. Everything under kernels/
+// includes this and speaks HIP; the NVIDIA build gets the HIP names through hip_to_cuda.hpp.
+// Below the #if chain: the few shims with no one-to-one name (memory-model loads and stores,
+// a wall clock, a short sleep), each written once per vendor.
+#pragma once
+#include <cstdint>
+
+#if defined(__HIP__) || defined(__HIP_PLATFORM_AMD__)
+#include <hip/hip_runtime.h>
+#define MONOKDA_AMD 1
+#define MONOKDA_VENDOR "amd"
+#elif defined(__CUDACC__)
+#include "kernels/vendor/hip_to_cuda.hpp"
+#define MONOKDA_NVIDIA 1
+#define MONOKDA_VENDOR "nvidia"
+#else
+#error "kernels/: unknown GPU platform: compile with nvcc (NVIDIA) or hipcc (AMD)"
+#endif
+
+namespace monokda::gpu {
+
+// Threads a wave executes in lockstep: gfx90a/gfx940 run wave64, NVIDIA warps are 32.
+#if MONOKDA_AMD
+constexpr int kWave = 64;
+#else
+constexpr int kWave = 32;
+#endif
+
+// Device-scope acquire load / release store of a 32-bit flag; relaxed (single-copy atomic)
+// 64-bit load / store of a tagged pair.
+#if MONOKDA_AMD
+__device__ __forceinline__ uint32_t ld_acquire(const uint32_t* p) {
+    return __hip_atomic_load(p, __ATOMIC_ACQUIRE, __HIP_MEMORY_SCOPE_AGENT);
+}
+__device__ __forceinline__ void st_release(uint32_t* p, uint32_t v) {
+    __hip_atomic_store(p, v, __ATOMIC_RELEASE, __HIP_MEMORY_SCOPE_AGENT);
+}
+__device__ __forceinline__ uint64_t ld_relaxed(const uint64_t* p) {
+    return __hip_atomic_load(p, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
+}
+__device__ __forceinline__ void st_relaxed(uint64_t* p, uint64_t v) {
+    __hip_atomic_store(p, v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
+}
+__device__ __forceinline__ uint32_t ld_relaxed32(const uint32_t* p) {
+    return __hip_atomic_load(p, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
+}
+// s_memrealtime counts at a fixed 100 MHz on gfx9 parts.
+__device__ __forceinline__ uint64_t now_ns() { return __builtin_amdgcn_s_memrealtime() * 10ull; }
+__device__ __forceinline__ void pause() { __builtin_amdgcn_s_sleep(2); }
+// Bulk hand-off data (x, proj, qkv) is read after an agent-scope acquire, which invalidates the
+// CU's L1, so a plain load is coherent.
+__device__ __forceinline__ uint4 ld_cg16(const void* p) { return *static_cast<const uint4*>(p); }
+__device__ __forceinline__ uint16_t ld_cg_u16(const void* p) { return *static_cast<const uint16_t*>(p); }
+// No asynchronous global-to-LDS copy is used on AMD: the copy completes in place, so a later
+// poll of this wave never queues behind it (a wave retires its loads in order).
+__device__ __forceinline__ void copy16_async(void* smem, const void* gmem) {
+    *static_cast<uint4*>(smem) = *static_cast<const uint4*>(gmem);
+}
+__device__ __forceinline__ void async_commit() {}
+template <int Pending> __device__ __forceinline__ void async_wait() {}
+#else
+__device__ __forceinline__ uint32_t ld_acquire(const uint32_t* p) {
+    uint32_t v;
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+__device__ __forceinline__ void st_release(uint32_t* p, uint32_t v) {
+    asm volatile("st.release.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+__device__ __forceinline__ uint64_t ld_relaxed(const uint64_t* p) {
+    unsigned long long v;
+    asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+__device__ __forceinline__ void st_relaxed(uint64_t* p, uint64_t v) {
+    asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"((unsigned long long)v) : "memory");
+}
+__device__ __forceinline__ uint32_t ld_relaxed32(const uint32_t* p) {
+    uint32_t v;
+    asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+__device__ __forceinline__ uint64_t now_ns() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+__device__ __forceinline__ void pause() { __nanosleep(100); }
+// L2-coherent 16-byte load for data another CTA wrote in this launch.
+__device__ __forceinline__ uint4 ld_cg16(const void* p) { return __ldcg(static_cast<const uint4*>(p)); }
+__device__ __forceinline__ uint16_t ld_cg_u16(const void* p) { return __ldcg(static_cast<const unsigned short*>(p)); }
+// cp.async: the copy is in flight while the thread goes on (polls, other loads).
+__device__ __forceinline__ void copy16_async(void* smem, const void* gmem) {
+    const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(gmem) : "memory");
+}
+__device__ __forceinline__ void async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int Pending> __device__ __forceinline__ void async_wait() {
+    asm volatile("cp.async.wait_group %0;" ::"n"(Pending) : "memory");
+}
+#endif
+
+}  // namespace monokda::gpu
