@@ -2,13 +2,14 @@
 
 #include "cli/options.hpp"
 #include "core/fixture_gen.hpp"
+#include "core/hf_checkpoint.hpp"
 
 namespace monokda::cli {
 
 int cmd_fixture(const Args& args) {
     po::options_description opts("monokda fixture");
-    std::string config, layout, out;
-    int R, L, nb, nulls, extra;
+    std::string config, layout, out, hf_dir;
+    int R, L, nb, nulls, extra, layer, tp_rank, tp_size;
     uint64_t seed;
     opts.add_options()
         ("config", po::value(&config)->default_value("small"), "model preset: k3 | small")
@@ -20,13 +21,33 @@ int cmd_fixture(const Args& args) {
         ("null-requests", po::value(&nulls)->default_value(0), "requests with no state slot")
         ("extra-slots", po::value(&extra)->default_value(3), "untouched state slots beyond those used")
         ("seed", po::value(&seed)->default_value(1), "generator seed")
+        ("from-hf", po::value(&hf_dir), "take the weights of one rank's layer from a Kimi-K3 HF checkpoint folder "
+                                        "(the model dims follow it; --config, if given, must match)")
+        ("layer", po::value(&layer)->default_value(1), "with --from-hf: layer index")
+        ("tp-rank", po::value(&tp_rank)->default_value(0), "with --from-hf: tensor-parallel rank")
+        ("tp-size", po::value(&tp_size)->default_value(8), "with --from-hf: tensor-parallel size")
         ("output,o", po::value(&out)->required(), "output fixture file");
     po::positional_options_description pos;
     po::variables_map vm;
     if (!parse_args(args, "monokda fixture --config k3|small [--R 2] [--L 4] [--nb 4] [--block-write] "
-                          "[--layout sd|ds] [--null-requests K] [--seed 1] -o FILE", opts, pos, vm))
+                          "[--layout sd|ds] [--null-requests K] [--seed 1] "
+                          "[--from-hf DIR --layer I --tp-rank R --tp-size T] -o FILE", opts, pos, vm))
         return 0;
+    const bool from_hf = vm.count("from-hf") > 0;
+    for (const char* o : {"layer", "tp-rank", "tp-size"})
+        if (!from_hf && !vm[o].defaulted()) bad_input(std::string("--") + o + " needs --from-hf");
     Config c = Config::preset(config);
+    HfLayerWeights w;
+    if (from_hf) {
+        w = load_hf_layer(hf_dir, layer, tp_rank, tp_size);
+        Config want = c;
+        set_model_dims(w, c);
+        if (!vm["config"].defaulted() &&
+            (want.D != c.D || want.H != c.H || want.K != c.K || want.F != c.F || want.W != c.W || want.N != c.N))
+            bad_input("--config " + config + " does not match the checkpoint's rank (D " + std::to_string(c.D) + ", H " +
+                      std::to_string(c.H) + ", K " + std::to_string(c.K) + ", F " + std::to_string(c.F) + ", W " +
+                      std::to_string(c.W) + ", N " + std::to_string(c.N) + ")");
+    }
     c.R = R; c.L = L; c.nb = nb; c.block_write = vm.count("block-write") > 0;
     c.conv_layout = parse_conv_layout(layout);
     c.seed = seed;
@@ -34,9 +55,16 @@ int cmd_fixture(const Args& args) {
     fo.null_requests = nulls;
     fo.extra_slots = extra;
     StepInputs in = make_fixture(c, fo);
-    write_safetensors(out, in.to_file());
-    std::cout << "wrote " << out << " (" << config << ", R=" << R << " L=" << L << " nb=" << nb
-              << (c.block_write ? " block-write" : "") << " layout=" << layout << " seed=" << seed << ")\n";
+    if (from_hf) apply_weights(w, in);
+    TensorFile f = in.to_file();
+    if (from_hf)  // informational: where the weights came from
+        f.metadata["weights"] = "hf " + w.prefix + " tp " + std::to_string(tp_rank) + "/" + std::to_string(tp_size);
+    write_safetensors(out, f);
+    std::cout << "wrote " << out << " (" << (from_hf ? "weights of " + w.prefix + " rank " + std::to_string(tp_rank) +
+                                                           "/" + std::to_string(tp_size)
+                                                     : config)
+              << ", R=" << R << " L=" << L << " nb=" << nb << (c.block_write ? " block-write" : "")
+              << " layout=" << layout << " seed=" << seed << ")\n";
     return 0;
 }
 

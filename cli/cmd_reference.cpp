@@ -22,10 +22,12 @@ int cmd_reference(const Args& args) {
                     opts, pos, vm))
         return 0;
     ReductionOrder ord = ReductionOrder::parse(order);
-    StepInputs in = StepInputs::from_file(read_safetensors(fixture));
+    const TensorFile input = read_safetensors(fixture);
+    StepInputs in = StepInputs::from_file(input);
     auto t0 = std::chrono::steady_clock::now();
     TensorFile f = vm.count("f64") ? ref::run<double>(in, ord).to_file(in.cfg) : ref::run<float>(in, ord).to_file(in.cfg);
     double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    f.metadata = input.metadata;  // verbatim, including keys other tools added
     f.metadata["reference_order"] = ord.str();
     f.metadata["reference_precision"] = vm.count("f64") ? "f64" : "f32";
     write_safetensors(out, f);
