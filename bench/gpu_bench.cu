@@ -216,7 +216,7 @@ PerfRun run_gpu_bench(const GpuBenchOptions& opt, std::ostream& log) {
     std::string why;
     std::unique_ptr<FusedStep> fused = opt.fused ? make_fused_step(why) : nullptr;
     if (!opt.fused) why = "not measured (--no-fused)";
-    run.fused_status = fused ? "measured (kernels/ launcher, one cooperative launch a step)" : why;
+    run.fused_status = fused ? "kernels/ launcher with its default options (one cooperative launch a step, no hand-off export)" : why;
     log << "fused kernel: " << run.fused_status << "\n";
 
     const int steps = run.steps_per_graph;
@@ -267,21 +267,36 @@ PerfRun run_gpu_bench(const GpuBenchOptions& opt, std::ostream& log) {
             Timing t = time_graph(st, opt.sets, steps, opt.reps, unfused(kAllStages));
             un.us.insert(un.us.end(), t.us.begin(), t.us.end());
         };
-        if (fused) fused->prepare(c, ptrs);
+        // one plain launch first: a shape the kernel refuses or a launch that times out is recorded
+        // and skipped, not timed (a timed-out poll would cost its timeout in every replay)
+        bool fused_ok = false;
+        if (fused) {
+            try {
+                fused->prepare(c, ptrs);
+                fused->enqueue(0, st);
+                fused->check(st);
+                fused_ok = true;
+            } catch (const std::exception& e) {
+                cudaGetLastError();
+                const std::string msg = "R=" + std::to_string(R) + " L=" + std::to_string(L) + ": " + e.what();
+                log << "fused kernel refused or failed, not timed: " << msg << "\n";
+                run.fused_status += "; not measured at " + msg;
+            }
+        }
         // each headline number twice, before and after the stage variants, pooled
-        if (fused) measure_fused();
+        if (fused_ok) measure_fused();
         measure_unfused();
         if (opt.stages)
             for (int i = 0; i < 6; ++i) {
                 row.alone_us[i] = time_graph(st, opt.sets, steps, stage_reps, unfused(1u << i)).median();
                 row.without_us[i] = time_graph(st, opt.sets, steps, stage_reps, unfused(kAllStages & ~(1u << i))).median();
             }
-        if (fused) measure_fused();
+        if (fused_ok) measure_fused();
         measure_unfused();
         row.unfused_us = un.median();
         row.unfused_p10 = un.pct(0.1);
         row.unfused_p90 = un.pct(0.9);
-        if (fused) {
+        if (fused_ok) {
             row.fused_us = fu.median();
             row.fused_p10 = fu.pct(0.1);
             row.fused_p90 = fu.pct(0.9);
@@ -325,10 +340,12 @@ namespace {
 struct Rule {
     enum Kind { exact, stage, state } kind;
     double min_identical = 1.0, max_row_ulp = 0, max_rel_l2 = 0;
+    std::string note = "";
     std::string str() const {
         if (kind == exact) return "bit-exact";
         if (kind == state) return "rel-L2 <= " + fmt(max_rel_l2 * 1e6, 1) + "e-6";
-        return ">= " + fmt(min_identical * 100, 2) + "% identical, <= " + fmt(max_row_ulp, 0) + " ulp at row scale";
+        return ">= " + fmt(min_identical * 100, 3) + "% identical" + note + ", <= " + fmt(max_row_ulp, 0) +
+               " ulp at row scale";
     }
     bool pass(const TensorDiff& d) const {
         if (d.nan_mismatch) return false;
@@ -441,6 +458,18 @@ int run_unfused_check(const std::vector<CheckCase>& cases, const std::string& pl
         std::vector<bf16> r_prefix, r_blocks, r_x, r_qkv, r_conv, r_o;
         std::vector<float> r_ssm;
         ref::attnres<float>(in, ord, r_prefix, r_blocks, r_x);
+        // x sums 7168 terms three times over; the sequential f32 reference carries its own order's
+        // rounding, so x is held to the reference's envelope (SPEC §5): how far the reference itself
+        // moves under three shuffled orders. The f64 oracle is shown beside it.
+        Rule x_rule{Rule::stage, 1.0, 1.0, 0, " (envelope: reference under shuffle:1..3)"};
+        for (int seed = 1; seed <= 3; ++seed) {
+            std::vector<bf16> p2, b2, x2;
+            ref::attnres<float>(in, ReductionOrder::parse("shuffle:" + std::to_string(seed)), p2, b2, x2);
+            x_rule.min_identical =
+                std::min(x_rule.min_identical, diff_tensors("x", bf_tensor({S, D}, x2), bf_tensor({S, D}, r_x)).frac_identical);
+        }
+        std::vector<bf16> o_prefix, o_blocks, o_x;
+        ref::attnres<double>(in, ord, o_prefix, o_blocks, o_x);
         const auto r_proj = ref::in_proj<float>(in, ord, g.x);
         const auto r_g1 = ref::f_b<float>(in, ord, g.proj);
         ref::short_conv<float>(in, g.proj, r_qkv, r_conv);
@@ -465,7 +494,7 @@ int run_unfused_check(const std::vector<CheckCase>& cases, const std::string& pl
 
         row("A", "prefix_out", bf_tensor({S, D}, g.prefix_out), bf_tensor({S, D}, r_prefix), kExact);
         row("A", "blocks", bf_tensor({S, 8, D}, g.blocks), bf_tensor({S, 8, D}, r_blocks), kExact);
-        row("A", "x", bf_tensor({S, D}, g.x), bf_tensor({S, D}, r_x), kStage);
+        row("A", "x", bf_tensor({S, D}, g.x), bf_tensor({S, D}, r_x), x_rule);
         row("B", "proj", bf_tensor({S, c.N}, g.proj), bf_tensor({S, c.N}, r_proj), kGemm);
         row("C", "g1", bf_tensor({S, E}, g.g1), bf_tensor({S, E}, r_g1), kStage);
         row("D", "qkv", bf_tensor({S, c.C}, g.qkv), bf_tensor({S, c.C}, r_qkv), kElementwise);
@@ -498,6 +527,12 @@ int run_unfused_check(const std::vector<CheckCase>& cases, const std::string& pl
         for (const auto& [name, g1] : gemm_c) row("C cand.", "g1 " + name, bf_tensor({S, E}, g1), bf_tensor({S, E}, r_g1), kStage);
         for (const auto& [name, pj] : gemm_b) row("B cand.", "proj " + name, bf_tensor({S, c.N}, pj), bf_tensor({S, c.N}, r_proj), kGemm);
 
+        // x against the f64 oracle, the GPU's and the f32 reference's, for information
+        for (const auto& [who, xv] : {std::pair<std::string, const std::vector<bf16>*>{"GPU", &g.x}, {"f32 reference", &r_x}}) {
+            const TensorDiff dx = diff_tensors("x", bf_tensor({S, D}, *xv), bf_tensor({S, D}, o_x));
+            report << "| " << cc.str() << " | A vs f64 oracle | x (" << who << ") | " << fmt(dx.frac_identical * 100, 4)
+                   << " | " << fmt(dx.max_row_ulp, 2) << " | " << dx.max_ulp << " | " << dx.rel_l2 << " | | info |\n";
+        }
         // end to end, for information: how far the chain's reordered sums carry
         const TensorDiff ec = diff_tensors("core_out", bf_tensor({S, E}, g.core_out), bf_tensor({S, E}, e2e.core_out));
         const TensorDiff es = diff_tensors("ssm_state", f32_tensor(ssm_shape, g.ssm_state), f32_tensor(ssm_shape, e2e.ssm_state));

@@ -261,7 +261,7 @@ std::string perf_markdown(const PerfRun& run, const CpuBench* cpu) {
 
 std::string perf_svg(const PerfRun& run) {
     // µs against S on a log2 axis; one marker a row (R×L split), a line through each S's median
-    const double W = 760, H = 470, x0 = 70, x1 = 600, y0 = 410, y1 = 50;
+    const double W = 840, H = 470, x0 = 70, x1 = 600, y0 = 410, y1 = 50;
     double ymax = 1;
     int smax = 1;
     for (const auto& r : run.rows) {

@@ -45,7 +45,9 @@ __device__ __forceinline__ float sigmoid(float z) { return 1.0f / (1.0f + expf(-
 
 // ---------------------------------------------------------------------------------------------
 // A. AttnRes seam: one CTA a row, D/8 threads, 16 bytes a thread from every source; all loads are
-// issued before the first use, the sources stay in registers through the mix.
+// issued before the first use, the sources stay in registers through the mix. Cross-warp totals
+// and the softmax are done once, by warp 0, and broadcast through shared memory (every thread
+// redoing them made the first version of this kernel latency-bound: 10.7 µs a row on the H200).
 constexpr int kAttnThreads = 896;  // D/8 at the production D = 7168 (make_dims checks D <= 8·896)
 
 template <int NB>
@@ -53,6 +55,8 @@ __global__ void __launch_bounds__(kAttnThreads) attnres_kernel(StepPtrs p, StepD
     constexpr int NS = NB + 1;  // sources: bank rows 0..NB-1, then P'
     __shared__ float red_keys[32][2 * NS];
     __shared__ float red_msq[32];
+    __shared__ float coef[NS + 1];  // e_0..e_nb, Σe
+    __shared__ float rrms;
     const int s = blockIdx.x, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, nwarps = blockDim.x >> 5;
     const size_t row = size_t(s) * d.D;
     const int c0 = tid * 8;
@@ -74,7 +78,7 @@ __global__ void __launch_bounds__(kAttnThreads) attnres_kernel(StepPtrs p, StepD
         st16(p.prefix_out + row + c0, src[NB]);
         if (d.block_write) st16(p.blocks + (size_t(s) * 8 + NB) * d.D + c0, src[NB]);
     }
-    // 3.-4. per-source Σv² and Σv·wq, this thread's 8 columns, then the block
+    // 3.-4. per-source Σv² and Σv·wq: this thread's 8 columns, the warp, then warp 0 over warps
     float wq[8];
     {
         float n[8], q[8];
@@ -83,7 +87,6 @@ __global__ void __launch_bounds__(kAttnThreads) attnres_kernel(StepPtrs p, StepD
 #pragma unroll
         for (int j = 0; j < 8; ++j) wq[j] = n[j] * q[j];
     }
-    float part[2 * NS];
 #pragma unroll
     for (int i = 0; i < NS; ++i) {
         float v[8];
@@ -96,38 +99,43 @@ __global__ void __launch_bounds__(kAttnThreads) attnres_kernel(StepPtrs p, StepD
         if (lane == 0) { red_keys[warp][2 * i] = ss; red_keys[warp][2 * i + 1] = dt; }
     }
     __syncthreads();
+    if (warp == 0) {
+        // 4.-5. key norms, logits, softmax weights (max-subtracted)
+        float logit[NS], mx = -INFINITY;
 #pragma unroll
-    for (int m = 0; m < 2 * NS; ++m) {
-        float acc = red_keys[0][m];
-        for (int w = 1; w < nwarps; ++w) acc = acc + red_keys[w][m];
-        part[m] = acc;
-    }
-    // 4.-5. logits, softmax, mixed (kept f32); e_i overwrites part[2i] (registers are scarce here)
-    float mx = -INFINITY;
+        for (int i = 0; i < NS; ++i) {
+            const float ss = warp_sum(lane < nwarps ? red_keys[lane][2 * i] : 0.0f);
+            const float dt = warp_sum(lane < nwarps ? red_keys[lane][2 * i + 1] : 0.0f);
+            logit[i] = dt * (1.0f / sqrtf(ss / float(d.D) + d.eps));
+            mx = fmaxf(mx, logit[i]);
+        }
+        if (lane == 0) {
+            float den = 0;
 #pragma unroll
-    for (int i = 0; i < NS; ++i) {
-        const float r = 1.0f / sqrtf(part[2 * i] / float(d.D) + d.eps);
-        part[2 * i] = part[2 * i + 1] * r;  // logit_i
-        mx = fmaxf(mx, part[2 * i]);
+            for (int i = 0; i < NS; ++i) {
+                coef[i] = expf(logit[i] - mx);
+                den = i == 0 ? coef[0] : den + coef[i];
+            }
+            coef[NS] = den;
+        }
     }
-    float den = 0;
-#pragma unroll
-    for (int i = 0; i < NS; ++i) {
-        part[2 * i] = expf(part[2 * i] - mx);  // e_i
-        den = i == 0 ? part[0] : den + part[2 * i];
-    }
+    __syncthreads();
+    // 5. mixed, kept f32
     float mixed[8];
     {
         float v[8];
         unpack8(src[0], v);
+        const float e0 = coef[0];
 #pragma unroll
-        for (int j = 0; j < 8; ++j) mixed[j] = part[0] * v[j];
+        for (int j = 0; j < 8; ++j) mixed[j] = e0 * v[j];
 #pragma unroll
         for (int i = 1; i < NS; ++i) {
             unpack8(src[i], v);
+            const float e = coef[i];
 #pragma unroll
-            for (int j = 0; j < 8; ++j) mixed[j] = mixed[j] + part[2 * i] * v[j];
+            for (int j = 0; j < 8; ++j) mixed[j] = mixed[j] + e * v[j];
         }
+        const float den = coef[NS];
 #pragma unroll
         for (int j = 0; j < 8; ++j) mixed[j] = mixed[j] / den;
     }
@@ -138,61 +146,65 @@ __global__ void __launch_bounds__(kAttnThreads) attnres_kernel(StepPtrs p, StepD
     ms = warp_sum(ms);
     if (lane == 0) red_msq[warp] = ms;
     __syncthreads();
-    ms = red_msq[0];
-    for (int w = 1; w < nwarps; ++w) ms = ms + red_msq[w];
-    const float rr = 1.0f / sqrtf(ms / float(d.D) + d.eps);
+    if (warp == 0) {
+        const float tot = warp_sum(lane < nwarps ? red_msq[lane] : 0.0f);
+        if (lane == 0) rrms = 1.0f / sqrtf(tot / float(d.D) + d.eps);
+    }
+    const uint4 iwv = ldg16(p.input_norm_w + c0);  // a small, L2-resident vector: loaded late, registers are scarce
+    __syncthreads();
+    const float rr = rrms;
     float g[8], xo[8];
-    unpack8(ldg16(p.input_norm_w + c0), g);  // loaded late: a small, L2-resident vector, registers are scarce here
+    unpack8(iwv, g);
 #pragma unroll
     for (int j = 0; j < 8; ++j) xo[j] = (mixed[j] * rr) * g[j];
     st16(p.x + row + c0, pack8(xo));
 }
 
 // ---------------------------------------------------------------------------------------------
-// D. Short conv, spec mode, "sd" layout: a thread owns 8 channels of one request (16-byte rows),
-// reads the window and the L inputs, writes L outputs and the rolled state.
+// D. Short conv, spec mode, "sd" layout: a thread owns 2 channels of one request (a warp covers 128
+// contiguous bytes of a row), reads the window and the L inputs, writes L outputs and the rolled
+// state. The same thread reads the old window before it rewrites the slot, so in place is safe.
+// (8 channels a thread ran 4.0 µs at R=2 L=4: too few threads, too much serial work each.)
 template <int L>
-__global__ void __launch_bounds__(64) short_conv_sd_kernel(StepPtrs p, StepDims d) {
+__global__ void __launch_bounds__(128) short_conv_sd_kernel(StepPtrs p, StepDims d) {
     const int r = blockIdx.y;
-    const int c0 = (blockIdx.x * blockDim.x + threadIdx.x) * 8;
+    const int c0 = (blockIdx.x * blockDim.x + threadIdx.x) * 2;
     if (c0 >= d.C) return;
     const int slot = p.state_indices[r * L];
     const int a = p.num_accepted[r];
-    uint4 xin[L];
+    uint32_t xin[L];
 #pragma unroll
-    for (int t = 0; t < L; ++t) xin[t] = ldg16(p.proj + size_t(r * L + t) * d.N + c0);
+    for (int t = 0; t < L; ++t) xin[t] = __ldg(reinterpret_cast<const uint32_t*>(p.proj + size_t(r * L + t) * d.N + c0));
     bf16* base = p.conv_state + int64_t(slot) * d.conv_slot_stride;
-    uint4 win[3] = {make_uint4(0, 0, 0, 0), make_uint4(0, 0, 0, 0), make_uint4(0, 0, 0, 0)};
+    uint32_t win[3] = {0, 0, 0};
     if (slot > 0)
 #pragma unroll
-        for (int j = 0; j < 3; ++j) win[j] = *reinterpret_cast<const uint4*>(base + size_t(a - 1 + j) * d.C + c0);
-    float4 w[8];
-#pragma unroll
-    for (int i = 0; i < 8; ++i) w[i] = __ldg(reinterpret_cast<const float4*>(p.conv_w) + c0 + i);
+        for (int j = 0; j < 3; ++j) win[j] = *reinterpret_cast<const uint32_t*>(base + size_t(a - 1 + j) * d.C + c0);
+    const float4 w0 = __ldg(reinterpret_cast<const float4*>(p.conv_w) + c0);
+    const float4 w1 = __ldg(reinterpret_cast<const float4*>(p.conv_w) + c0 + 1);
 
-    float seq[3 + L][8];
+    float s0[3 + L], s1[3 + L];  // the two channels' sequences
 #pragma unroll
-    for (int j = 0; j < 3; ++j) unpack8(win[j], seq[j]);
+    for (int j = 0; j < 3; ++j) { s0[j] = bf_lo(win[j]); s1[j] = bf_hi(win[j]); }
 #pragma unroll
-    for (int t = 0; t < L; ++t) unpack8(xin[t], seq[3 + t]);
+    for (int t = 0; t < L; ++t) { s0[3 + t] = bf_lo(xin[t]); s1[3 + t] = bf_hi(xin[t]); }
 #pragma unroll
     for (int t = 0; t < L; ++t) {
-        float out[8];
-#pragma unroll
-        for (int i = 0; i < 8; ++i) {
-            float acc = seq[t][i] * w[i].x;  // oldest first
-            acc = acc + seq[t + 1][i] * w[i].y;
-            acc = acc + seq[t + 2][i] * w[i].z;
-            acc = acc + seq[t + 3][i] * w[i].w;
-            out[i] = acc / (1.0f + expf(-acc));  // SiLU (#5)
-        }
-        st16(p.qkv + size_t(r * L + t) * d.C + c0, pack8(out));
+        float a0 = s0[t] * w0.x, a1 = s1[t] * w1.x;  // oldest first
+        a0 = a0 + s0[t + 1] * w0.y;
+        a1 = a1 + s1[t + 1] * w1.y;
+        a0 = a0 + s0[t + 2] * w0.z;
+        a1 = a1 + s1[t + 2] * w1.z;
+        a0 = a0 + s0[t + 3] * w0.w;
+        a1 = a1 + s1[t + 3] * w1.w;
+        *reinterpret_cast<uint32_t*>(p.qkv + size_t(r * L + t) * d.C + c0) =
+            pack2(a0 / (1.0f + expf(-a0)), a1 / (1.0f + expf(-a1)));  // SiLU (#5)
     }
     if (slot > 0) {  // new state: the two entries from offset a, then the raw inputs
-        st16(base + c0, win[1]);
-        st16(base + size_t(d.C) + c0, win[2]);
+        *reinterpret_cast<uint32_t*>(base + c0) = win[1];
+        *reinterpret_cast<uint32_t*>(base + size_t(d.C) + c0) = win[2];
 #pragma unroll
-        for (int t = 0; t < L; ++t) st16(base + size_t(2 + t) * d.C + c0, xin[t]);
+        for (int t = 0; t < L; ++t) *reinterpret_cast<uint32_t*>(base + size_t(2 + t) * d.C + c0) = xin[t];
     }
 }
 
@@ -236,20 +248,28 @@ __global__ void __launch_bounds__(128) short_conv_ds_kernel(StepPtrs p, StepDims
 
 // ---------------------------------------------------------------------------------------------
 // E. Recurrence: one CTA a (16-row chunk, head, request); a warp owns 4 state rows, a lane 4 key
-// columns of each (one float4 a row, coalesced). Rows are independent, so no CTA-wide barrier:
-// every warp recomputes the token's norms and gates (4 columns a lane, two warp reductions).
+// columns of each (one float4 a row, coalesced). Rows are independent; what depends on the token
+// only (l2-normed q and k, the decay, beta) is computed first for every token, by the CTA's warps
+// in turn, into shared memory, so that the state chain carries just its own two reductions a
+// token and the CTA stays small in registers. (Computing them inside the chain, 127 registers,
+// ran 29 µs at R=8 L=8: 2 TB/s on the states, 1.45 waves of CTAs.)
 template <int L>
 __global__ void __launch_bounds__(128) recurrence_kernel(StepPtrs p, StepDims d) {
+    __shared__ float4 s_qn[L][32], s_kn[L][32], s_decay[L][32];  // [token][lane]: the lane's 4 columns
+    __shared__ float s_beta[L];
+    __shared__ __align__(16) float s_v[L][16];  // the chunk's 16 v values a token
+    __shared__ int s_slot[L];
     const int chunk = blockIdx.x, h = blockIdx.y, r = blockIdx.z;
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int v0 = chunk * 16 + warp * 4;
     const int k0 = lane * 4;
     const int a = p.num_accepted[r];
     const int init = p.state_indices[r * L + a - 1];
-    if (init <= 0) {  // no initial state: o is +0 for every token, no state written
+    if (init <= 0) {  // no initial state: o is +0 for every token, no state written (whole CTA)
         if (lane < L) st8(p.o + size_t(r * L + lane) * d.E + size_t(h) * d.V + v0, make_uint2(0, 0));
         return;
     }
+    // the longest loads first: the chunk's state rows
     float Sr[4][4];
     {
         const float* sb = p.ssm_state + int64_t(init) * d.ssm_slot_stride + (size_t(h) * d.V + v0) * d.K + k0;
@@ -259,45 +279,51 @@ __global__ void __launch_bounds__(128) recurrence_kernel(StepPtrs p, StepDims d)
             Sr[i][0] = v.x; Sr[i][1] = v.y; Sr[i][2] = v.z; Sr[i][3] = v.w;
         }
     }
-    uint2 qr[L], kr[L], gr[L], vr[L];
-    float braw[L];
-    int slot[L];
+    // per-token keys, gates, v rows and slots: warp w takes tokens w, w+4
+    {
+        const float A = expf(p.A_log[h]);
+        const float4 dtb = __ldg(reinterpret_cast<const float4*>(p.dt_bias + size_t(h) * d.K + k0));
+        const float dt[4] = {dtb.x, dtb.y, dtb.z, dtb.w};
+        for (int t = warp; t < L; t += 4) {
+            const size_t s = size_t(r * L + t);
+            const bf16* row = p.qkv + s * d.C;
+            float q[4], k[4], g[4];
+            unpack4(ldg8(row + size_t(h) * d.K + k0), q);
+            unpack4(ldg8(row + size_t(d.E) + size_t(h) * d.K + k0), k);
+            unpack4(ldg8(p.g1 + s * d.E + size_t(h) * d.K + k0), g);
+            const float braw = p.proj[s * d.N + d.col_beta + h].to_float();
+            float sq = q[0] * q[0], sk = k[0] * k[0];
 #pragma unroll
-    for (int t = 0; t < L; ++t) {
-        const size_t s = size_t(r * L + t);
-        const bf16* row = p.qkv + s * d.C;
-        qr[t] = ldg8(row + size_t(h) * d.K + k0);
-        kr[t] = ldg8(row + size_t(d.E) + size_t(h) * d.K + k0);
-        vr[t] = ldg8(row + size_t(2 * d.E) + size_t(h) * d.V + v0);
-        gr[t] = ldg8(p.g1 + s * d.E + size_t(h) * d.K + k0);
-        braw[t] = p.proj[s * d.N + d.col_beta + h].to_float();
-        slot[t] = p.state_indices[r * L + t];
+            for (int j = 1; j < 4; ++j) { sq = sq + q[j] * q[j]; sk = sk + k[j] * k[j]; }
+            sq = warp_sum(sq);
+            sk = warp_sum(sk);
+            const float qd = sqrtf(sq + d.l2eps), kd = sqrtf(sk + d.l2eps);
+            float qn[4], kn[4], dc[4];
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+                qn[j] = (q[j] / qd) * d.kscale;
+                kn[j] = k[j] / kd;
+                dc[j] = expf(d.lb * sigmoid(A * (g[j] + dt[j])));
+            }
+            s_qn[t][lane] = make_float4(qn[0], qn[1], qn[2], qn[3]);
+            s_kn[t][lane] = make_float4(kn[0], kn[1], kn[2], kn[3]);
+            s_decay[t][lane] = make_float4(dc[0], dc[1], dc[2], dc[3]);
+            if (lane == 0) s_beta[t] = sigmoid(braw);
+            if (lane < 16) s_v[t][lane] = row[size_t(2 * d.E) + size_t(h) * d.V + size_t(chunk) * 16 + lane].to_float();
+            if (lane == 16) s_slot[t] = p.state_indices[r * L + t];
+        }
     }
-    const float A = expf(p.A_log[h]);
-    const float4 dtb = __ldg(reinterpret_cast<const float4*>(p.dt_bias + size_t(h) * d.K + k0));
-    const float dt[4] = {dtb.x, dtb.y, dtb.z, dtb.w};
+    __syncthreads();
 
 #pragma unroll
     for (int t = 0; t < L; ++t) {
-        float q[4], k[4], g[4], vv[4];
-        unpack4(qr[t], q);
-        unpack4(kr[t], k);
-        unpack4(gr[t], g);
-        unpack4(vr[t], vv);
-        float sq = q[0] * q[0], sk = k[0] * k[0];
-#pragma unroll
-        for (int j = 1; j < 4; ++j) { sq = sq + q[j] * q[j]; sk = sk + k[j] * k[j]; }
-        sq = warp_sum(sq);
-        sk = warp_sum(sk);
-        const float qd = sqrtf(sq + d.l2eps), kd = sqrtf(sk + d.l2eps);
-        float qn[4], kn[4], decay[4];
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-            qn[j] = (q[j] / qd) * d.kscale;
-            kn[j] = k[j] / kd;
-            decay[j] = expf(d.lb * sigmoid(A * (g[j] + dt[j])));
-        }
-        const float beta = sigmoid(braw[t]);
+        const float4 q4 = s_qn[t][lane], k4 = s_kn[t][lane], d4 = s_decay[t][lane];
+        const float qn[4] = {q4.x, q4.y, q4.z, q4.w}, kn[4] = {k4.x, k4.y, k4.z, k4.w};
+        const float decay[4] = {d4.x, d4.y, d4.z, d4.w};
+        const float beta = s_beta[t];
+        const float4 v4 = *reinterpret_cast<const float4*>(&s_v[t][warp * 4]);
+        const float vv[4] = {v4.x, v4.y, v4.z, v4.w};
+        const int slot = s_slot[t];
         float kS[4], ov[4];
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
@@ -320,8 +346,8 @@ __global__ void __launch_bounds__(128) recurrence_kernel(StepPtrs p, StepDims d)
         }
         const size_t s = size_t(r * L + t);
         if (lane == 0) st8(p.o + s * d.E + size_t(h) * d.V + v0, pack4(ov));  // (#6)
-        if (slot[t] > 0) {  // one state a token
-            float* sb = p.ssm_state + int64_t(slot[t]) * d.ssm_slot_stride + (size_t(h) * d.V + v0) * d.K + k0;
+        if (slot > 0) {  // one state a token
+            float* sb = p.ssm_state + int64_t(slot) * d.ssm_slot_stride + (size_t(h) * d.V + v0) * d.K + k0;
 #pragma unroll
             for (int i = 0; i < 4; ++i)
                 *reinterpret_cast<float4*>(sb + size_t(i) * d.K) = make_float4(Sr[i][0], Sr[i][1], Sr[i][2], Sr[i][3]);
@@ -395,8 +421,8 @@ void launch_short_conv(const StepPtrs& p, const StepDims& d, cudaStream_t st) {
         MONOKDA_SWITCH_L(d.L, MONOKDA_CONV_DS)
 #undef MONOKDA_CONV_DS
     } else {
-        const dim3 grid((d.C / 8 + 63) / 64, d.R);
-#define MONOKDA_CONV_SD(L) short_conv_sd_kernel<L><<<grid, 64, 0, st>>>(p, d)
+        const dim3 grid((d.C / 2 + 127) / 128, d.R);
+#define MONOKDA_CONV_SD(L) short_conv_sd_kernel<L><<<grid, 128, 0, st>>>(p, d)
         MONOKDA_SWITCH_L(d.L, MONOKDA_CONV_SD)
 #undef MONOKDA_CONV_SD
     }
