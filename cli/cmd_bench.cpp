@@ -1,4 +1,5 @@
 #include <fstream>
+#include <cstdio>
 #include <iostream>
 #include <sstream>
 
@@ -26,10 +27,11 @@ std::string sibling(const std::string& json_path, const std::string& suffix) {
 int cmd_bench(const Args& args) {
     po::options_description opts("monokda bench");
     int R = 0, L = 0, nb = 4, reps = 200, sets = 4;
-    std::string out, commit, plant;
+    std::string out, commit, plant, shapes;
     opts.add_options()
         ("R", po::value(&R), "requests (with --L: one shape instead of the sweep)")
         ("L", po::value(&L), "tokens a request (with --R)")
+        ("shapes", po::value(&shapes), "several shapes instead of the sweep: RxL,RxL,...")
         ("nb", po::value(&nb)->default_value(4), "AttnRes bank rows in use")
         ("block-write", "a block-write layer (writes bank row nb)")
         ("reps", po::value(&reps)->default_value(200), "timed graph replays a measurement (median)")
@@ -43,26 +45,45 @@ int cmd_bench(const Args& args) {
     po::positional_options_description pos;
     po::variables_map vm;
     const std::string usage =
-        "monokda bench [--R R --L L] [--nb 4] [--block-write] [--reps 200] [--sets 4] [--no-fused] [-o results.json]\n"
+        "monokda bench [--R R --L L | --shapes RxL,...] [--nb 4] [--block-write] [--reps 200] [--sets 4] [--no-fused] [-o results.json]\n"
         "       monokda bench --check [--R R --L L --nb 4] [--plant TENSOR] [-o report.md]";
     if (!parse_args(args, usage, opts, pos, vm)) return 0;
     if (vm.count("R") != vm.count("L")) bad_input("--R and --L go together");
     if (vm.count("R") && (R < 1 || R > 64 || L < 1 || L > 8 || R * L > 64))
         bad_input("--R/--L: the benchmark runs R in 1..64, L in 1..8, R·L <= 64");
     if (vm.count("plant") && !vm.count("check")) bad_input("--plant needs --check");
+    std::vector<std::pair<int, int>> shape_list;
+    if (vm.count("R")) shape_list.push_back({R, L});
+    if (vm.count("shapes")) {
+        if (vm.count("R")) bad_input("--shapes and --R/--L exclude each other");
+        std::stringstream ss(shapes);
+        for (std::string item; std::getline(ss, item, ',');) {
+            int r = 0, l = 0;
+            char x = 0, extra = 0;
+            if (sscanf(item.c_str(), "%d%c%d%c", &r, &x, &l, &extra) != 3 || x != 'x')
+                bad_input("--shapes: '" + item + "' is not RxL");
+            if (r < 1 || r > 64 || l < 1 || l > 8 || r * l > 64)
+                bad_input("--shapes: " + item + ": the benchmark runs R in 1..64, L in 1..8, R·L <= 64");
+            shape_list.push_back({r, l});
+        }
+        if (shape_list.empty()) bad_input("--shapes: no shape given");
+    }
 #ifndef MONOKDA_HAVE_GPU_BENCH
     (void)nb; (void)reps; (void)sets;
     bad_input("this monokda was built without CUDA; configure with -DMONOKDA_CUDA=ON to run the GPU benchmark");
 #else
     if (vm.count("check")) {
         std::vector<bench::CheckCase> cases = bench::default_check_cases();
-        if (vm.count("R")) {
-            bench::CheckCase c;
-            c.R = R;
-            c.L = L;
-            c.nb = nb;
-            c.block_write = vm.count("block-write") > 0;
-            cases = {c};
+        if (!shape_list.empty()) {
+            cases.clear();
+            for (const auto& [r, l] : shape_list) {
+                bench::CheckCase c;
+                c.R = r;
+                c.L = l;
+                c.nb = nb;
+                c.block_write = vm.count("block-write") > 0;
+                cases.push_back(c);
+            }
         }
         std::ostringstream report;
         const int rc = bench::run_unfused_check(cases, plant, report, std::cout);
@@ -75,7 +96,7 @@ int cmd_bench(const Args& args) {
         return rc;
     }
     bench::GpuBenchOptions o;
-    if (vm.count("R")) o.shapes = {{R, L}};
+    o.shapes = shape_list;
     o.nb = nb;
     o.block_write = vm.count("block-write") > 0;
     o.reps = reps;

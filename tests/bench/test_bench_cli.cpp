@@ -49,6 +49,9 @@ TEST_CASE("bench option errors are bad input") {
     CHECK(run("bench --R 16 --L 8").code == 2);          // S > 64
     CHECK(run("bench --plant x").code == 2);             // --plant without --check
     CHECK(run("bench --reps").code == 2);                // missing value
+    CHECK(run("bench --shapes 2x4,9").code == 2);        // not RxL
+    CHECK(run("bench --shapes 2x4,16x8").code == 2);     // S > 64
+    CHECK(run("bench --shapes 2x4 --R 2 --L 4").code == 2);
 }
 
 TEST_CASE("monokda-bench-cpu renders a detail file and refuses a broken one") {
