@@ -16,7 +16,7 @@ for d in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib \
          $(python3 -c 'import nvidia.cublas, os; print(os.path.dirname(nvidia.cublas.__file__) + "/lib")' 2>/dev/null); do
   [ -d "$d" ] && export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$d
 done
-{ date -u; git rev-parse HEAD 2>/dev/null; git status --short 2>/dev/null | head -20;
+{ date -u; cat "$B/provenance.txt" 2>/dev/null;
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv; } > "$OUT/device.txt" 2>&1
 cat "$OUT/device.txt"
 rc=0
@@ -35,14 +35,17 @@ for step in "$@"; do
     launch)
       timeout 300 "$B/tests/test_gpu" --source-file='*test_launch.cpp' 2>&1 | tail -40 | tee -a "$OUT/launch.log"; rc=$((rc | ${PIPESTATUS[0]})) ;;
     sanitize)
+      # S = 1, S = 64 as 8 x 8 (nb 8), S = 64 as 64 x 1 (block-write, ds layout)
+      i=0
       for shape in "--R 1 --L 1 --nb 1" "--R 8 --L 8 --nb 8" "--R 64 --L 1 --nb 3 --block-write --layout ds"; do
-        f=/tmp/san.safetensors
+        i=$((i + 1)); f=/tmp/san$i.safetensors
         "$B/monokda" fixture --config k3 $shape -o $f >/dev/null
-        for tool in memcheck racecheck synccheck; do
-          echo "--- $tool $shape" | tee -a "$OUT/sanitize.log"
-          timeout 280 compute-sanitizer --tool $tool --error-exitcode 9 "$B/monokda" gpu $f -o /tmp/san-out.safetensors \
-            --timeout-ms 600000 2>&1 | tail -6 | tee -a "$OUT/sanitize.log"
-          r=${PIPESTATUS[0]}; echo "exit $r" | tee -a "$OUT/sanitize.log"; [ $r = 0 ] || rc=1
+        for tool in ${SAN_TOOLS:-memcheck racecheck synccheck}; do
+          echo "--- compute-sanitizer --tool $tool: monokda gpu ($shape)" | tee -a "$OUT/sanitize.log"
+          timeout ${SAN_TIMEOUT:-150} compute-sanitizer --tool $tool --error-exitcode 9 "$B/monokda" gpu $f \
+            -o /tmp/san-out.safetensors --timeout-ms 600000 > /tmp/san.txt 2>&1
+          r=$?; tail -4 /tmp/san.txt | tee -a "$OUT/sanitize.log"; echo "exit $r" | tee -a "$OUT/sanitize.log"
+          [ $r = 0 ] || rc=1
         done
       done ;;
     ctest)
