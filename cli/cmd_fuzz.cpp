@@ -1,0 +1,123 @@
+#include <cstdlib>
+#include <iostream>
+
+#include "cli/options.hpp"
+#include "fuzz/checks.hpp"
+#include "fuzz/shape_fuzzer.hpp"
+#include "properties/planted_bugs.hpp"
+#include "properties/target.hpp"
+
+namespace monokda::cli {
+
+namespace {
+
+void list_all(std::ostream& os) {
+    os << "targets:\n";
+    for (const auto& t : props::target_registry())
+        os << "  " << t.name << std::string(12 - std::min<size_t>(11, t.name.size()), ' ') << t.summary
+           << (t.make ? "" : "  [not in this build: " + t.missing + "]") << "\n";
+    os << "checks (every case runs reference-stages for non-reference targets, oracle on unit-scale steps, and "
+          "every property):\n";
+    os << "  reference-stages    teacher-forced: each reference stage fed the target's own hand-offs (SPEC §5)\n";
+    os << "  oracle              end to end against the f64 oracle, within row-scale ulp bounds\n";
+    for (const auto& p : props::all_properties())
+        os << "  " << p.name << std::string(20 - std::min<size_t>(19, std::string(p.name).size()), ' ') << p.summary
+           << " [" << p.exactness << "]\n";
+    os << "planted bugs (--plant NAME: the reference with this bug, to watch detection and shrinking):\n";
+    for (const auto& b : props::planted_bugs())
+        os << "  " << b.name << std::string(20 - std::min<size_t>(19, std::string(b.name).size()), ' ') << b.what
+           << " [caught by " << b.caught_by << "]\n";
+}
+
+}  // namespace
+
+int cmd_fuzz(const Args& args) {
+    po::options_description opts("monokda fuzz");
+    std::string target_name, config, plant, order, replay_file, check, out_dir, per_case;
+    long iters = 0;
+    double seconds = 0, shrink_seconds = 120;
+    uint64_t seed = 1, check_seed = 0;
+    int jobs = 0;
+    opts.add_options()
+        ("target", po::value(&target_name)->default_value("reference"), "what to fuzz: reference | emulator | gpu")
+        ("config", po::value(&config)->default_value("small"), "model preset of the cases: small | k3")
+        ("iters", po::value(&iters), "number of cases (default 1000 when --time is not given)")
+        ("time", po::value(&seconds), "wall-clock budget in seconds")
+        ("seed", po::value(&seed)->default_value(1), "fuzzer seed: case i is a function of (seed, i)")
+        ("jobs", po::value(&jobs)->default_value(0), "worker threads (0: one a core)")
+        ("out", po::value(&out_dir)->default_value("fuzz-failures"), "where a failing case's fixtures are written")
+        ("properties", po::value(&per_case)->default_value("2"),
+         "properties that rerun the target, per case: all, or N (each case takes the next N in turn)")
+        ("plant", po::value(&plant), "fuzz the reference with a planted bug instead of --target (see --list)")
+        ("order", po::value(&order), "reference target only: its reduction order (sequential | pairwise | split:P | shuffle:S)")
+        ("no-shrink", "write the failing case as found")
+        ("shrink-time", po::value(&shrink_seconds)->default_value(120), "shrinking budget in seconds")
+        ("quiet", "no progress line")
+        ("replay", po::value(&replay_file), "run one check on a written fixture (with --check, --check-seed)")
+        ("check", po::value(&check), "the check to replay (see --list)")
+        ("check-seed", po::value(&check_seed), "the seed the check was run with")
+        ("list", "list targets, checks and planted bugs");
+    po::positional_options_description pos;
+    po::variables_map vm;
+    if (!parse_args(args, "monokda fuzz --target reference|emulator|gpu [--config small|k3] [--iters N] [--seed S] "
+                          "[--time SECONDS] [--plant BUG] [--replay FILE --check NAME --check-seed N] [--list]",
+                    opts, pos, vm))
+        return 0;
+    if (vm.count("list")) { list_all(std::cout); return 0; }
+
+    props::Target target;
+    std::string target_args;
+    if (vm.count("plant")) {
+        if (!vm["target"].defaulted() && target_name != "reference")
+            bad_input("--plant runs the reference with a bug; it does not combine with --target " + target_name);
+        target = props::planted_target(plant);
+        target_args = "--plant " + plant;
+    } else if (vm.count("order")) {
+        if (target_name != "reference") bad_input("--order applies to the reference target only");
+        target = props::reference_target(order);
+        target_args = "--target reference --order " + order;
+    } else {
+        target = props::make_target(target_name);
+        target_args = "--target " + target_name;
+    }
+
+    if (vm.count("replay")) {
+        if (!vm.count("check") || !vm.count("check-seed")) bad_input("--replay needs --check NAME and --check-seed N");
+        bool known = false;
+        for (const auto& n : fuzz::all_check_names()) known = known || n == check;
+        if (!known) bad_input("unknown check '" + check + "' (see monokda fuzz --list)");
+        const props::Verdict v = fuzz::replay(target, replay_file, check, check_seed);
+        std::cout << to_string(v.kind) << " " << v.check << (v.detail.empty() ? "" : ": " + v.detail) << "\n";
+        return v.kind == props::Verdict::FAIL ? 1 : 0;
+    }
+
+    fuzz::FuzzOptions fo;
+    fo.config = config;
+    fo.iters = vm.count("iters") ? iters : (vm.count("time") ? 0 : 1000);
+    fo.seconds = seconds;
+    if (vm.count("iters") && iters <= 0) bad_input("--iters must be positive");
+    if (vm.count("time") && !(seconds > 0)) bad_input("--time must be positive");
+    if (jobs < 0) bad_input("--jobs must be >= 0");
+    fo.seed = seed;
+    fo.jobs = jobs;
+    if (per_case != "all") {
+        char* end = nullptr;
+        const long n = std::strtol(per_case.c_str(), &end, 10);
+        if (per_case.empty() || *end || n < 1 || n > 100) bad_input("--properties must be all or a number 1..100 (got '" + per_case + "')");
+        fo.properties_per_case = int(n);
+    }
+    fo.out_dir = out_dir;
+    fo.shrink = !vm.count("no-shrink");
+    fo.shrink_seconds = shrink_seconds;
+    fo.target_args = target_args + (config != "small" ? " --config " + config : "");
+    fo.progress = !vm.count("quiet");
+    Config::preset(config);  // a bad preset is bad input before any case runs
+    const fuzz::FuzzReport rep = fuzz::run_fuzz(target, fo, std::cerr);
+    std::cout << (rep.failure ? "FAILED" : "passed") << ": " << rep.cases << " cases, " << (rep.failure ? 1 : 0)
+              << " failure(s)";
+    if (rep.failure) std::cout << "\nreplay: " << rep.failure->replay;
+    std::cout << "\n";
+    return rep.failure ? 1 : 0;
+}
+
+}  // namespace monokda::cli

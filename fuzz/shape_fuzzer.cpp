@@ -1,0 +1,223 @@
+#include "fuzz/shape_fuzzer.hpp"
+
+#include <omp.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <mutex>
+#include <ostream>
+#include <thread>
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/rng.hpp"
+#include "fuzz/checks.hpp"
+
+namespace monokda::fuzz {
+
+using props::Verdict;
+
+uint64_t case_seed(uint64_t seed, long index) {
+    Rng r(seed * 0x100000001b3ull + uint64_t(index));
+    return r.next() >> 1;  // keeps it printable as a positive int64 as well
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string file_safe(const std::string& s) {
+    std::string o;
+    for (char ch : s) o += (isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '_') ? ch : '_';
+    return o;
+}
+
+struct Shared {
+    std::atomic<long> next{0}, cases{0}, rejected{0};
+    std::atomic<bool> stop{false};
+    std::mutex mu;
+    std::string current;  // shape of the latest case, for the progress line
+    std::map<std::string, std::array<long, 3>> verdicts;
+    std::map<std::string, double> seconds;
+    std::optional<FuzzFailure> failure;
+};
+
+void worker(const props::Target& target, const FuzzOptions& opt, const Config& preset, Clock::time_point t0, Shared& sh) {
+    // The workers are the parallelism. A case is small: an OpenMP team inside it costs more in
+    // wake-ups and spinning than it saves, and with several workers it only oversubscribes.
+    omp_set_num_threads(1);
+    std::map<std::string, std::array<long, 3>> counts;
+    std::map<std::string, double> secs;
+    auto since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
+    while (!sh.stop) {
+        const long i = sh.next++;
+        if (opt.iters && i >= opt.iters) break;
+        if (opt.seconds > 0 && std::chrono::duration<double>(Clock::now() - t0).count() >= opt.seconds) break;
+        const uint64_t cs = case_seed(opt.seed, i);
+        const CaseShape shape = draw_shape(preset, cs);
+        {
+            std::lock_guard<std::mutex> lock(sh.mu);
+            sh.current = "case " + std::to_string(i) + ": " + shape.str();
+        }
+        const StepInputs in = build_case(shape);
+        StepOutputs<float> out;
+        auto tc = Clock::now();
+        try {
+            out = target.run(in);
+        } catch (const BadInput&) {
+            ++sh.rejected;
+            continue;
+        } catch (const props::TargetFailure& e) {
+            std::lock_guard<std::mutex> lock(sh.mu);
+            if (!sh.failure || sh.failure->case_index > i) {
+                FuzzFailure f;
+                f.case_index = i;
+                f.case_seed = cs;
+                f.shape = shape;
+                f.verdict = Verdict{Verdict::FAIL, "target-run", e.what()};
+                sh.failure = f;
+            }
+            sh.stop = true;
+            break;
+        }
+        secs["(base run)"] += since(tc);
+        for (const std::string& name : case_checks(target, i, opt.properties_per_case)) {
+            tc = Clock::now();
+            const Verdict v = run_check(name, target, in, out, cs);
+            secs[name] += since(tc);
+            ++counts[name][size_t(v.kind)];
+            if (v.kind != Verdict::FAIL) continue;
+            std::lock_guard<std::mutex> lock(sh.mu);
+            if (!sh.failure || sh.failure->case_index > i) {
+                FuzzFailure f;
+                f.case_index = i;
+                f.case_seed = cs;
+                f.shape = shape;
+                f.verdict = v;
+                sh.failure = f;
+            }
+            sh.stop = true;
+            break;
+        }
+        ++sh.cases;
+    }
+    std::lock_guard<std::mutex> lock(sh.mu);
+    for (const auto& [k, v] : counts)
+        for (size_t j = 0; j < 3; ++j) sh.verdicts[k][j] += v[j];
+    for (const auto& [k, v] : secs) sh.seconds[k] += v;
+}
+
+}  // namespace
+
+FuzzReport run_fuzz(const props::Target& target, const FuzzOptions& opt, std::ostream& log) {
+    if (opt.iters <= 0 && opt.seconds <= 0) bad_input("fuzz: give --iters N or --time SECONDS");
+    const Config preset = Config::preset(opt.config);
+    const int jobs = opt.jobs > 0 ? opt.jobs : std::max(1u, std::thread::hardware_concurrency());
+    Shared sh;
+    const auto t0 = Clock::now();
+    std::vector<std::thread> pool;
+    for (int j = 0; j < jobs; ++j)
+        pool.emplace_back([&] { worker(target, opt, preset, t0, sh); });
+
+    const bool tty = isatty(STDERR_FILENO);
+    auto progress_line = [&] {
+        const double el = std::chrono::duration<double>(Clock::now() - t0).count();
+        std::string cur;
+        {
+            std::lock_guard<std::mutex> lock(sh.mu);
+            cur = sh.current;
+        }
+        char buf[160];
+        snprintf(buf, sizeof buf, "fuzz %s/%s: %ld cases, %.1f cases/s, %d failures, %ld rejected | ", target.name.c_str(),
+                 opt.config.c_str(), sh.cases.load(), el > 0 ? double(sh.cases) / el : 0.0, sh.failure ? 1 : 0,
+                 sh.rejected.load());
+        return std::string(buf) + cur;
+    };
+    std::atomic<bool> done{false};
+    std::thread monitor([&] {
+        auto last = Clock::now();
+        while (!done) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(200));
+            if (!opt.progress) continue;
+            const double since = std::chrono::duration<double>(Clock::now() - last).count();
+            if (tty && since >= 1.0) {
+                log << "\r" << progress_line() << "\033[K" << std::flush;
+                last = Clock::now();
+            } else if (!tty && since >= 10.0) {
+                log << progress_line() << "\n" << std::flush;
+                last = Clock::now();
+            }
+        }
+    });
+    for (auto& t : pool) t.join();
+    done = true;
+    monitor.join();
+
+    FuzzReport rep;
+    rep.cases = sh.cases;
+    rep.rejected = sh.rejected;
+    rep.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    rep.verdicts = sh.verdicts;
+    rep.check_seconds = sh.seconds;
+    if (opt.progress) log << (tty ? "\r" : "") << progress_line() << (tty ? "\033[K" : "") << "\n";
+    double total = 0;
+    for (const auto& [name, t] : rep.check_seconds) total += t;
+    log << "check                    PASS  FAIL  SKIP  time%\n";
+    for (const auto& [name, t] : rep.check_seconds) {
+        const auto v = rep.verdicts[name];
+        char buf[128];
+        snprintf(buf, sizeof buf, "  %-20s %7ld %5ld %5ld %5.1f\n", name.c_str(), v[0], v[1], v[2],
+                 total > 0 ? 100 * t / total : 0.0);
+        log << buf;
+    }
+    char rate[128];
+    snprintf(rate, sizeof rate, "%ld cases in %.1f s: %.0f cases/min on %d worker(s)\n", rep.cases, rep.seconds,
+             rep.seconds > 0 ? 60.0 * double(rep.cases) / rep.seconds : 0.0, jobs);
+    log << rate;
+    if (!sh.failure) return rep;
+
+    FuzzFailure f = *sh.failure;
+    log << "FAIL " << f.verdict.check << " on case " << f.case_index << " (seed " << f.case_seed << ", " << f.shape.str()
+        << "):\n  " << f.verdict.detail << "\n";
+    const StepInputs original = build_case(f.shape);
+    f.nonzero_before = nonzero_inputs(original);
+    std::filesystem::create_directories(opt.out_dir);
+    const std::string stem = opt.out_dir + "/" + file_safe(target.name) + "-" + f.verdict.check + "-case" +
+                             std::to_string(f.case_index);
+    f.original_path = stem + "-original.safetensors";
+    write_safetensors(f.original_path, original.to_file());
+    StepInputs minimal = original;
+    if (opt.shrink) {
+        log << "shrinking (" << step_summary(original) << ", " << f.nonzero_before << " non-zero inputs)...\n" << std::flush;
+        f.shrunk = shrink_failure(target, f.verdict.check, f.case_seed, original, opt.shrink_seconds);
+        minimal = f.shrunk.in;
+        for (const auto& s : f.shrunk.steps) log << "  " << s << "\n";
+        log << "shrunk in " << f.shrunk.taken << " of " << f.shrunk.tried << " tries"
+            << (f.shrunk.timed_out ? " (time limit reached)" : "") << "\n";
+    }
+    f.nonzero_after = nonzero_inputs(minimal);
+    f.final_verdict = run_target_and_check(f.verdict.check, target, minimal, f.case_seed);
+    f.fixture_path = stem + ".safetensors";
+    write_safetensors(f.fixture_path, minimal.to_file());
+    f.replay = "monokda fuzz " + opt.target_args + " --replay " + f.fixture_path + " --check " + f.verdict.check +
+               " --check-seed " + std::to_string(f.case_seed);
+    log << "minimal case: " << step_summary(minimal) << ", " << f.nonzero_after << " non-zero inputs (was "
+        << f.nonzero_before << ")\n"
+        << "  " << to_string(f.final_verdict.kind) << " " << f.final_verdict.check << ": " << f.final_verdict.detail << "\n"
+        << "wrote " << f.fixture_path << " (original: " << f.original_path << ")\n"
+        << "replay: " << f.replay << "\n";
+    rep.failure = f;
+    return rep;
+}
+
+props::Verdict replay(const props::Target& target, const std::string& fixture, const std::string& check,
+                      uint64_t check_seed) {
+    const StepInputs in = StepInputs::from_file(read_safetensors(fixture));
+    const StepOutputs<float> out = target.run(in);
+    return run_check(check, target, in, out, check_seed);
+}
+
+}  // namespace monokda::fuzz

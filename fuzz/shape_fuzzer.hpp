@@ -1,0 +1,60 @@
+// The shape fuzzer behind `monokda fuzz`: draws cases, runs a target on them, checks it against the
+// reference and the properties, and on the first failure shrinks it and writes a replayable fixture.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <iosfwd>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "fuzz/case_gen.hpp"
+#include "fuzz/shrink.hpp"
+#include "properties/properties.hpp"
+
+namespace monokda::fuzz {
+
+struct FuzzOptions {
+    std::string config = "small";     // model preset the cases use
+    long iters = 0;                   // cases to run; 0 = until `seconds`
+    double seconds = 0;               // wall-clock budget; 0 = until `iters`
+    uint64_t seed = 1;
+    int jobs = 0;                     // worker threads; 0 = one a core
+    std::string out_dir = "fuzz-failures";
+    int properties_per_case = 0;      // properties that rerun the target, per case, in turn; 0: all
+    bool shrink = true;
+    double shrink_seconds = 120;
+    std::string target_args = "--target reference";  // how the replay line names the target
+    bool progress = true;
+};
+
+struct FuzzFailure {
+    long case_index = 0;
+    uint64_t case_seed = 0;
+    CaseShape shape;
+    props::Verdict verdict;        // as first seen
+    props::Verdict final_verdict;  // on the shrunk step
+    ShrinkResult shrunk;
+    long long nonzero_before = 0, nonzero_after = 0;
+    std::string fixture_path, original_path, replay;
+};
+
+struct FuzzReport {
+    long cases = 0;     // cases whose every check ran
+    long rejected = 0;  // cases the target refused (BadInput), e.g. a shape a GPU build does not support
+    double seconds = 0;
+    std::map<std::string, std::array<long, 3>> verdicts;  // per check: PASS, FAIL, SKIP counts
+    std::map<std::string, double> check_seconds;          // per check (plus "base run"): CPU time spent
+    std::optional<FuzzFailure> failure;
+};
+
+uint64_t case_seed(uint64_t seed, long index);
+
+// Runs until iters cases, `seconds`, or the first failure. Progress and the summary go to log.
+FuzzReport run_fuzz(const props::Target& target, const FuzzOptions& opt, std::ostream& log);
+
+// Loads a written fixture and runs one check on it.
+props::Verdict replay(const props::Target& target, const std::string& fixture, const std::string& check,
+                      uint64_t check_seed);
+
+}  // namespace monokda::fuzz

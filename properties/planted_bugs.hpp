@@ -1,0 +1,22 @@
+// Deliberately wrong targets: the reference with one bug of the kind a fused kernel can have. Each
+// property has a bug it must catch (tests/properties), and `monokda fuzz --plant NAME` runs one so
+// that detection and shrinking can be seen end to end.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "properties/target.hpp"
+
+namespace monokda::props {
+
+struct PlantedBug {
+    const char* name;
+    const char* what;       // the bug, in one line
+    const char* caught_by;  // the property written to catch it
+};
+
+const std::vector<PlantedBug>& planted_bugs();
+// The reference with the named bug; BadInput for an unknown name.
+Target planted_target(const std::string& bug);
+
+}  // namespace monokda::props

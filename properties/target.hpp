@@ -1,0 +1,49 @@
+// A "target" is anything that runs one step: StepInputs -> StepOutputs<float>. Properties and the
+// shape fuzzer only ever talk to targets, so the reference, the emulator and the GPU kernel are
+// checked by the same code. Targets are found by name in one registry.
+#pragma once
+#include <functional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "core/step.hpp"
+
+namespace monokda::props {
+
+// A target that could not produce outputs for a valid step (an emulator protocol verdict, a GPU
+// error): a failure of the target, unlike BadInput, which means the target does not take the step.
+struct TargetFailure : std::runtime_error {
+    explicit TargetFailure(const std::string& w) : std::runtime_error(w) {}
+};
+
+// How close two runs of a target must be when the step's *shape* differs (L chained decode steps
+// against one spec step, a 2L step against two L steps). Same-shape comparisons are always bit-exact.
+struct ShapeTolerance {
+    bool exact = true;        // the reference and the emulator: a row's arithmetic never depends on S, R or L
+    double row_ulp = 0;       // bf16 outputs: max |a-b| in bf16 ulps of the row's scale
+    double state_rel = 0;     // f32 states: max |a-b| / max |b| over a slot's head
+};
+
+struct Target {
+    std::string name;
+    std::function<StepOutputs<float>(const StepInputs&)> run;
+    ShapeTolerance shape_tol;
+    bool is_reference = false;  // the f32 reference itself: comparing it against the reference is vacuous
+};
+
+struct TargetEntry {
+    std::string name;
+    std::string summary;
+    std::function<Target()> make;  // empty when this build cannot provide the target
+    std::string missing;           // why it is not in this build (shown by --target NAME)
+};
+
+// Every target this build knows of, including those it cannot run (make is empty, missing says why).
+const std::vector<TargetEntry>& target_registry();
+// BadInput for an unknown name, or for a known target this build lacks (e.g. gpu without a GPU backend).
+Target make_target(const std::string& name);
+// The f32 reference with a given reduction order ("sequential" is the reference itself).
+Target reference_target(const std::string& order = "sequential");
+
+}  // namespace monokda::props

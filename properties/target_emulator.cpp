@@ -1,0 +1,23 @@
+#include "properties/target_emulator.hpp"
+
+#include "core/plan.hpp"
+#include "emulator/machine.hpp"
+
+namespace monokda::props {
+
+Target emulator_target() {
+    Target t;
+    t.name = "emulator";
+    t.run = [](const StepInputs& in) {
+        const Plan plan = Plan::build(in.cfg, PlanParams::defaults_for(in.cfg));  // BadInput: a config it cannot plan
+        emu::MachineOptions mo;
+        mo.schedule.seed = in.cfg.seed;  // the schedule is part of the case: a fixture replays the same run
+        emu::MachineResult r = emu::run_machine(plan, {in}, mo);
+        if (r.verdict != emu::Verdict::PASS || r.outputs.empty())
+            throw TargetFailure(std::string("emulator: ") + emu::to_string(r.verdict) + ": " + r.detail);
+        return std::move(r.outputs[0]);
+    };
+    return t;
+}
+
+}  // namespace monokda::props
