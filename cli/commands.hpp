@@ -11,7 +11,7 @@ using Args = std::vector<std::string>;
 int cmd_fixture(const Args& args);
 int cmd_reference(const Args& args);
 int cmd_compare(const Args& args);
-int cmd_fuzz(const Args& args);
+int cmd_emulate(const Args& args);
 int cmd_gpu(const Args& args);
 int cmd_bench(const Args& args);
 

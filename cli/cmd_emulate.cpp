@@ -1,0 +1,153 @@
+#include <atomic>
+#include <chrono>
+#include <iostream>
+#include <map>
+
+#include "cli/options.hpp"
+#include "emulator/emulate.hpp"
+#include "emulator/timeline.hpp"
+
+namespace monokda::cli {
+
+using namespace monokda::emu;
+
+int cmd_emulate(const Args& args) {
+    po::options_description opts("monokda emulate");
+    std::string fixture, config, schedule, inject, timeline, out, env_out, env_in, replay;
+    int R, L, nb, blocks, resident, steps, orders, sweep;
+    uint64_t seed, fseed;
+    opts.add_options()
+        ("fixture", po::value(&fixture), "fixture file (default: a built-in fixture from --config/--R/--L/--nb)")
+        ("config", po::value(&config)->default_value("k3"), "built-in fixture preset: k3 | small")
+        ("R", po::value(&R)->default_value(2), "built-in fixture: requests")
+        ("L", po::value(&L)->default_value(4), "built-in fixture: tokens per request")
+        ("nb", po::value(&nb)->default_value(4), "built-in fixture: AttnRes bank rows in use")
+        ("fixture-seed", po::value(&fseed)->default_value(1), "built-in fixture: generator seed")
+        ("blocks", po::value(&blocks)->default_value(0), "CTAs in the launch (default: 132 for k3, 24 for small)")
+        ("schedule", po::value(&schedule)->default_value("random"),
+         "random | pct | pct:D | rr | delay:attn | delay:gemv | delay:kda | delay:cta:N")
+        ("seed", po::value(&seed)->default_value(1), "scheduler seed")
+        ("resident", po::value(&resident)->default_value(0), "co-resident CTAs (default: all)")
+        ("steps", po::value(&steps)->default_value(1), "consecutive launches over the same mailbox memory (1..64)")
+        ("amd", "model AMD's in-order load retirement (a poll waits for the CTA's earlier loads)")
+        ("inject", po::value(&inject)->default_value("none"), "plant a protocol fault (see --list-faults)")
+        ("list-faults", "list the faults --inject knows and exit")
+        ("timeline", po::value(&timeline), "write the schedule as an SVG: one lane per CTA")
+        ("output,o", po::value(&out), "write the emulated outputs of the last step (safetensors)")
+        ("envelope-out", po::value(&env_out), "write the reduction-order envelope (JSON, docs/emulator.md)")
+        ("envelope-in", po::value(&env_in), "use a saved envelope instead of measuring one")
+        ("envelope-orders", po::value(&orders)->default_value(0), "reduction orders in the envelope (default 8 for k3, 12 otherwise)")
+        ("no-envelope", "skip the envelope check")
+        ("sweep", po::value(&sweep)->default_value(0), "run N schedules (alternately random and pct, seeds SEED..) and summarise")
+        ("replay", po::value(&replay), "re-run the run a report's replay token names");
+    po::positional_options_description pos;
+    pos.add("fixture", 1);
+    po::variables_map vm;
+    if (!parse_args(args,
+                    "monokda emulate [FIXTURE] [--config k3|small] [--R 2] [--L 4] [--nb 4] [--blocks N] "
+                    "[--schedule random|pct|rr|delay:ROLE] [--seed S] [--resident N] [--steps K] [--amd] "
+                    "[--inject NAME] [--list-faults] [--timeline F] [-o OUT] [--envelope-out F] [--sweep N] "
+                    "[--replay TOKEN]",
+                    opts, pos, vm))
+        return 0;
+    if (vm.count("list-faults")) {
+        for (const auto& f : fault_list()) std::cout << f.name << std::string(24 - std::string(f.name).size(), ' ') << f.what << "\n";
+        return 0;
+    }
+    EmulateOptions o;
+    if (!fixture.empty()) {
+        for (const char* k : {"config", "R", "L", "nb", "fixture-seed"})
+            if (!vm[k].defaulted()) bad_input(std::string("--") + k + " describes a built-in fixture; a FIXTURE file was given");
+        o.fixture.file = fixture;
+    }
+    o.fixture.preset = config;
+    o.fixture.R = R;
+    o.fixture.L = L;
+    o.fixture.nb = nb;
+    o.fixture.seed = fseed;
+    if (blocks < 0) bad_input("--blocks must be >= 0");
+    o.blocks = blocks;
+    o.schedule = Schedule::parse(schedule);
+    o.schedule.seed = seed;
+    if (resident < 0) bad_input("--resident must be >= 0");
+    o.resident = resident;
+    if (steps < 1 || steps > 64) bad_input("--steps must be in 1..64 (got " + std::to_string(steps) + ")");
+    o.steps = steps;
+    o.amd = vm.count("amd") > 0;
+    o.fault = parse_fault(inject);
+    if (sweep < 0 || sweep > 100000) bad_input("--sweep must be in 0..100000");
+    if (vm.count("replay")) o = apply_token(o, replay);
+    if (o.fixture.file.empty()) Config::preset(o.fixture.preset);  // BadInput for an unknown preset, before any work
+    o.envelope_orders = vm.count("no-envelope") ? -1 : orders;
+    if (o.envelope_orders < 0 && (!env_out.empty() || !env_in.empty()))
+        bad_input("--no-envelope contradicts --envelope-out/--envelope-in");
+    if (o.envelope_orders != 0 && o.envelope_orders != -1) default_envelope_orders(o.envelope_orders);  // validates
+    o.envelope_in = env_in;
+    o.timeline = !timeline.empty();
+    if (sweep > 0 && (!timeline.empty() || !out.empty()))
+        bad_input("--sweep runs many schedules: --timeline and -o need a single run (use --replay with a token)");
+
+    auto t0 = std::chrono::steady_clock::now();
+    Prepared prep = prepare(o, std::max(o.steps, o.fault == Fault::epoch_by_value ? 2 : 1));
+    if (!o.envelope_in.empty() || o.envelope_orders >= 0)
+        std::cout << "prepared: fixture " << prep.seconds_fixture << " s, reference " << prep.seconds_reference
+                  << " s, oracle + envelope " << prep.seconds_envelope << " s\n";
+    if (!env_out.empty() && prep.envelope) write_envelope(env_out, *prep.envelope);
+
+    if (sweep > 0) {
+        std::vector<Verdict> verdicts(static_cast<size_t>(sweep));
+        std::vector<std::string> tokens(static_cast<size_t>(sweep));
+        std::vector<int64_t> steps_taken(static_cast<size_t>(sweep));
+        Prepared* p = &prep;
+        int first_fail = -1;
+#pragma omp parallel for schedule(dynamic, 1)
+        for (int i = 0; i < sweep; ++i) {
+            EmulateOptions oi = o;
+            oi.schedule.kind = i % 2 ? Schedule::pct : Schedule::random;
+            oi.schedule.seed = seed + uint64_t(i);
+            EmulateResult r = emulate(*p, oi);
+            verdicts[size_t(i)] = r.verdict;
+            tokens[size_t(i)] = r.token;
+            steps_taken[size_t(i)] = r.run.sched_steps;
+        }
+        std::map<std::string, int> count;
+        for (int i = 0; i < sweep; ++i) {
+            count[to_string(verdicts[size_t(i)])]++;
+            if (verdicts[size_t(i)] != Verdict::PASS && first_fail < 0) first_fail = i;
+        }
+        std::cout << "sweep: " << sweep << " schedules (random and pct:3, seeds " << seed << ".." << seed + uint64_t(sweep) - 1
+                  << ") in " << std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() << " s:";
+        for (auto& [v, n] : count) std::cout << " " << v << " " << n;
+        std::cout << "\n";
+        if (first_fail >= 0) {
+            EmulateOptions oi = apply_token(o, tokens[size_t(first_fail)]);
+            EmulateResult r = emulate(prep, oi);
+            std::cout << "first failure (schedule " << first_fail << "):\n" << r.report;
+            return 1;
+        }
+        std::cout << "VERDICT: PASS\n";
+        return 0;
+    }
+
+    EmulateResult r = emulate(prep, o);
+    std::cout << r.report;
+    if (!timeline.empty()) {
+        write_timeline(timeline, r.plan, r.run, "monokda emulate " + r.token + " : " + to_string(r.verdict));
+        std::cout << "wrote " << timeline << "\n";
+    }
+    if (!out.empty()) {
+        if (r.run.outputs.empty()) {
+            std::cout << "no outputs written: the run stopped before a step completed\n";
+        } else {
+            TensorFile f = r.run.outputs.back().to_file(prep.inputs[0].cfg);
+            f.metadata["emulate_verdict"] = to_string(r.verdict);
+            f.metadata["emulate_token"] = r.token;
+            f.metadata["emulate_plan_order"] = r.plan.reduction_order().str();
+            write_safetensors(out, f);
+            std::cout << "wrote " << out << "\n";
+        }
+    }
+    return r.verdict == Verdict::PASS ? 0 : 1;
+}
+
+}  // namespace monokda::cli

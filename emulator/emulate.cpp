@@ -1,0 +1,336 @@
+#include "emulator/emulate.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+
+#include "core/error.hpp"
+#include "core/fixture_gen.hpp"
+#include "core/safetensors.hpp"
+#include "reference/reference.hpp"
+
+namespace monokda::emu {
+
+namespace {
+
+double since(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+    std::vector<std::string> out;
+    size_t a = 0;
+    for (;;) {
+        size_t b = s.find(sep, a);
+        out.push_back(s.substr(a, b == std::string::npos ? std::string::npos : b - a));
+        if (b == std::string::npos) return out;
+        a = b + 1;
+    }
+}
+
+long long parse_num(const std::string& s, const std::string& what, long long lo, long long hi) {
+    if (s.empty() || s.size() > 20) bad_input("replay token: bad " + what);
+    for (char c : s)
+        if (c < '0' || c > '9') bad_input("replay token: bad " + what + " '" + s + "'");
+    unsigned long long v = std::strtoull(s.c_str(), nullptr, 10);
+    if (v < (unsigned long long)lo || v > (unsigned long long)hi) bad_input("replay token: " + what + " out of range");
+    return (long long)v;
+}
+
+std::string fmt(const char* f, double v) {
+    char b[64];
+    std::snprintf(b, sizeof b, f, v);
+    return b;
+}
+
+}  // namespace
+
+std::string FixtureSpec::str() const {
+    if (!file.empty()) return "file";
+    return preset + ".R" + std::to_string(R) + ".L" + std::to_string(L) + ".nb" + std::to_string(nb) + ".s" +
+           std::to_string(seed);
+}
+
+std::string make_token(const EmulateOptions& o) {
+    return "v1/" + o.schedule.str() + "/" + std::to_string(o.schedule.seed) + "/r" + std::to_string(o.resident) + "/k" +
+           std::to_string(o.steps) + "/a" + (o.amd ? "1" : "0") + "/" + to_string(o.fault) + "/b" +
+           std::to_string(o.blocks) + "/" + o.fixture.str();
+}
+
+EmulateOptions apply_token(EmulateOptions o, const std::string& token) {
+    auto p = split(token, '/');
+    if (p.size() != 9 || p[0] != "v1")
+        bad_input("replay token must look like v1/SCHEDULE/SEED/rN/kN/a0|1/FAULT/bN/FIXTURE (got '" + token + "')");
+    o.schedule = Schedule::parse(p[1]);
+    o.schedule.seed = uint64_t(parse_num(p[2], "seed", 0, (long long)(~0ull >> 1)));
+    if (p[3].size() < 2 || p[3][0] != 'r') bad_input("replay token: bad resident field '" + p[3] + "'");
+    o.resident = int(parse_num(p[3].substr(1), "resident", 0, 65536));
+    if (p[4].size() < 2 || p[4][0] != 'k') bad_input("replay token: bad steps field '" + p[4] + "'");
+    o.steps = int(parse_num(p[4].substr(1), "steps", 1, 64));
+    if (p[5] != "a0" && p[5] != "a1") bad_input("replay token: bad AMD field '" + p[5] + "'");
+    o.amd = p[5] == "a1";
+    o.fault = parse_fault(p[6]);
+    if (p[7].size() < 2 || p[7][0] != 'b') bad_input("replay token: bad blocks field '" + p[7] + "'");
+    o.blocks = int(parse_num(p[7].substr(1), "blocks", 0, 65536));
+    if (p[8] == "file") {
+        if (o.fixture.file.empty()) bad_input("replay token names a fixture file: give the FIXTURE argument too");
+    } else {
+        auto f = split(p[8], '.');
+        if (f.size() != 5 || f[1].size() < 2 || f[1][0] != 'R' || f[2].size() < 2 || f[2][0] != 'L' ||
+            f[3].size() < 3 || f[3].substr(0, 2) != "nb" || f[4].size() < 2 || f[4][0] != 's')
+            bad_input("replay token: bad fixture field '" + p[8] + "'");
+        o.fixture.file.clear();
+        o.fixture.preset = f[0];
+        o.fixture.R = int(parse_num(f[1].substr(1), "R", 1, 4096));
+        o.fixture.L = int(parse_num(f[2].substr(1), "L", 1, 64));
+        o.fixture.nb = int(parse_num(f[3].substr(2), "nb", 1, 8));
+        o.fixture.seed = uint64_t(parse_num(f[4].substr(1), "fixture seed", 0, (long long)(~0ull >> 1)));
+    }
+    return o;
+}
+
+StepInputs rotate_rows(const StepInputs& in, int k) {
+    StepInputs o = in;
+    const int S = in.cfg.S();
+    const size_t D = size_t(in.cfg.D);
+    if (k % S == 0) return o;
+    for (int s = 0; s < S; ++s) {
+        const int from = (s + k) % S;
+        std::copy_n(&in.prefix[size_t(from) * D], D, &o.prefix[size_t(s) * D]);
+        std::copy_n(&in.delta[size_t(from) * D], D, &o.delta[size_t(s) * D]);
+        std::copy_n(&in.blocks[size_t(from) * 8 * D], 8 * D, &o.blocks[size_t(s) * 8 * D]);
+    }
+    return o;
+}
+
+static void extend(Prepared& p, int steps) {
+    while (int(p.inputs.size()) < steps) {
+        const int k = int(p.inputs.size());
+        p.inputs.push_back(rotate_rows(p.inputs[0], k));
+        auto t0 = std::chrono::steady_clock::now();
+        p.refs.push_back(ref::run<float>(p.inputs.back(), p.plan.reduction_order()));
+        p.seconds_reference += since(t0);
+    }
+}
+
+Prepared prepare(const EmulateOptions& o, int steps) {
+    Prepared p;
+    p.fixture = o.fixture;
+    auto t0 = std::chrono::steady_clock::now();
+    StepInputs in;
+    if (!o.fixture.file.empty()) {
+        in = StepInputs::from_file(read_safetensors(o.fixture.file));
+    } else {
+        Config c = Config::preset(o.fixture.preset);
+        c.R = o.fixture.R;
+        c.L = o.fixture.L;
+        c.nb = o.fixture.nb;
+        c.seed = o.fixture.seed;
+        in = make_fixture(c);
+    }
+    p.seconds_fixture = since(t0);
+    PlanParams pp = PlanParams::defaults_for(in.cfg);
+    if (o.blocks > 0) pp.blocks = o.blocks;
+    p.plan = Plan::build(in.cfg, pp);
+    p.inputs.push_back(in);
+    t0 = std::chrono::steady_clock::now();
+    p.refs.push_back(ref::run<float>(in, p.plan.reduction_order()));
+    p.seconds_reference = since(t0);
+    extend(p, steps);
+    if (o.envelope_orders >= 0) {
+        t0 = std::chrono::steady_clock::now();
+        p.oracle = std::make_unique<TensorFile>(ref::run<double>(in, {}).to_file(in.cfg));
+        if (!o.envelope_in.empty()) {
+            p.envelope = std::make_unique<Envelope>(read_envelope(o.envelope_in));
+            if (p.envelope->fixture_digest != inputs_digest(in))
+                bad_input("envelope '" + o.envelope_in + "' was measured on another fixture (digest " +
+                          p.envelope->fixture_digest + ", this one " + inputs_digest(in) + ")");
+        } else {
+            const int n = o.envelope_orders > 0 ? o.envelope_orders : (in.cfg.D >= 4096 ? 8 : 12);
+            p.envelope = std::make_unique<Envelope>(build_envelope(in, default_envelope_orders(n)));
+        }
+        p.ref_checks = check_envelope(*p.envelope, p.refs[0].to_file(in.cfg), *p.oracle);
+        p.seconds_envelope = since(t0);
+    }
+    return p;
+}
+
+namespace {
+
+struct Mismatch {
+    std::string tensor;
+    size_t index = 0;
+    bool found = false;
+};
+
+template <class T>
+bool first_diff(const std::vector<T>& a, const std::vector<T>& b, size_t& at) {
+    if (a.size() != b.size()) { at = 0; return true; }
+    for (size_t i = 0; i < a.size(); ++i)
+        if (std::memcmp(&a[i], &b[i], sizeof(T)) != 0) { at = i; return true; }
+    return false;
+}
+
+Mismatch compare_outputs(const StepOutputs<float>& e, const StepOutputs<float>& r) {
+    Mismatch m;
+    size_t at = 0;
+    // pipeline order: the first stage that differs is the one to look at
+    const std::pair<const char*, std::pair<const std::vector<bf16>*, const std::vector<bf16>*>> bf[] = {
+        {"prefix_out", {&e.prefix_out, &r.prefix_out}}, {"blocks", {&e.blocks, &r.blocks}}, {"x", {&e.x, &r.x}},
+        {"proj", {&e.proj, &r.proj}}, {"g1", {&e.g1, &r.g1}}, {"qkv", {&e.qkv, &r.qkv}},
+        {"conv_state", {&e.conv_state, &r.conv_state}}, {"o", {&e.o, &r.o}}};
+    for (const auto& [name, v] : bf)
+        if (first_diff(*v.first, *v.second, at)) return {name, at, true};
+    if (first_diff(e.ssm_state, r.ssm_state, at)) return {"ssm_state", at, true};
+    if (first_diff(e.core_out, r.core_out, at)) return {"core_out", at, true};
+    return m;
+}
+
+std::string describe_element(const Plan& plan, const std::string& t, size_t i) {
+    const Config& c = plan.config();
+    auto rc = [&](int w) { return "[row " + std::to_string(i / size_t(w)) + "][col " + std::to_string(i % size_t(w)) + "]"; };
+    if (t == "prefix_out" || t == "x") return t + rc(c.D);
+    if (t == "proj") return t + rc(c.N);
+    if (t == "g1" || t == "o" || t == "core_out") return t + rc(c.E());
+    if (t == "qkv") return t + rc(c.C);
+    return t + "[" + std::to_string(i) + "]";
+}
+
+// The mailbox entry that carried an element to other CTAs, if any.
+std::string carrier(const Plan& plan, const std::string& t, size_t i) {
+    const Config& c = plan.config();
+    if (t == "x") return plan.entry_name(plan.xrdy(int(i % size_t(c.D)) / plan.params().slice_width));
+    if (t == "proj") return plan.entry_name(plan.proj(plan.group_of_col(int(i % size_t(c.N)))));
+    if (t == "qkv") {
+        const int row = int(i / size_t(c.C)), col = int(i % size_t(c.C));
+        if (col >= 2 * c.E()) return "";
+        const int w = col % c.E();
+        return plan.entry_name(plan.qk(row / c.L, w / c.K, (w % c.K) / plan.qk_share()));
+    }
+    return "";
+}
+
+template <class T>
+std::string value_str(const std::vector<T>& v, size_t i) {
+    if constexpr (std::is_same<T, bf16>::value) return fmt("%.6g", double(v[i].to_float()));
+    else return fmt("%.9g", double(v[i]));
+}
+
+std::string values(const StepOutputs<float>& o, const std::string& t, size_t i) {
+    if (t == "ssm_state") return value_str(o.ssm_state, i);
+    const std::vector<bf16>* v = t == "prefix_out" ? &o.prefix_out : t == "blocks" ? &o.blocks : t == "x" ? &o.x
+                                 : t == "proj" ? &o.proj : t == "g1" ? &o.g1 : t == "qkv" ? &o.qkv
+                                 : t == "conv_state" ? &o.conv_state : t == "o" ? &o.o : &o.core_out;
+    return value_str(*v, i);
+}
+
+}  // namespace
+
+EmulateResult emulate(Prepared& prep, const EmulateOptions& o) {
+    EmulateResult res;
+    const Config& cfg = prep.plan.config();
+    res.plan = apply_plan_fault(prep.plan, o.fault);
+    MachineOptions mo;
+    mo.schedule = o.schedule;
+    mo.fault = o.fault;
+    mo.amd_in_order_loads = o.amd || o.fault == Fault::poll_behind_loads;
+    mo.record_spans = o.timeline;
+    res.steps = std::max(o.steps, o.fault == Fault::epoch_by_value ? 2 : 1);
+    if (o.fault == Fault::wrong_accepted_window && cfg.L < 2) bad_input("fault wrong_accepted_window needs L >= 2");
+    // several steps straddle the epoch counter's wrap-around
+    mo.epoch_start = res.steps == 1 ? 1u : 0xffffffffu - uint32_t(res.steps / 2 - 1);
+    const int need = prep.plan.min_residency();
+    res.resident = o.resident > 0 ? std::min(o.resident, prep.plan.blocks()) : prep.plan.blocks();
+    if (o.fault == Fault::too_few_resident) res.resident = need - 1;
+    mo.resident = res.resident;
+    extend(prep, res.steps);
+    std::vector<StepInputs> inputs(prep.inputs.begin(), prep.inputs.begin() + res.steps);
+    EmulateOptions tok = o;
+    res.token = make_token(tok);
+
+    auto t0 = std::chrono::steady_clock::now();
+    res.run = run_machine(res.plan, inputs, mo);
+    res.seconds_run = since(t0);
+    res.verdict = res.run.verdict;
+    const Plan& plan = res.plan;
+
+    // results: bit for bit against the reference in the plan's order
+    std::string results;
+    if (res.verdict == Verdict::PASS) {
+        for (int k = 0; k < res.run.steps_done && res.verdict == Verdict::PASS; ++k) {
+            Mismatch m = compare_outputs(res.run.outputs[size_t(k)], prep.refs[size_t(k)]);
+            if (!m.found) continue;
+            const Provenance& pv = res.run.provenance[size_t(k)][size_t(output_index(m.tensor))];
+            std::string by = pv.cta.empty() || pv.cta[m.index] < 0
+                                 ? "no CTA stored it in this step"
+                                 : "stored by CTA " + std::to_string(pv.cta[m.index]) + " (" +
+                                       to_string(role_of(plan.instrs(pv.cta[m.index])[size_t(pv.instr[m.index])].opcode())) +
+                                       ") " + plan.describe(plan.instrs(pv.cta[m.index])[size_t(pv.instr[m.index])]);
+            std::string car = carrier(plan, m.tensor, m.index);
+            res.verdict = Verdict::WRONG_RESULT;
+            res.run.detail = "step " + std::to_string(k) + ": " + describe_element(plan, m.tensor, m.index) + " = " +
+                             values(res.run.outputs[size_t(k)], m.tensor, m.index) + ", the reference in the plan's order gives " +
+                             values(prep.refs[size_t(k)], m.tensor, m.index) + "; " + by +
+                             (car.empty() ? "" : ", handed off through " + car) +
+                             " (first difference in pipeline order: prefix_out, blocks, x, proj, g1, qkv, conv_state, o, ssm_state, core_out)";
+            if (!pv.cta.empty() && pv.cta[m.index] >= 0) res.run.named = {pv.cta[m.index]};
+        }
+        if (res.verdict == Verdict::PASS)
+            results = "results: all 10 outputs bit-identical to the reference in the plan's order, in every step\n";
+    }
+    // envelope (step 0)
+    std::string env;
+    if (prep.envelope && res.run.steps_done > 0) {
+        const bool exact = !compare_outputs(res.run.outputs[0], prep.refs[0]).found;
+        std::vector<EnvelopeCheck> checks =
+            exact ? prep.ref_checks : check_envelope(*prep.envelope, res.run.outputs[0].to_file(cfg), *prep.oracle);
+        bool inside = true;
+        for (const auto& c : checks) inside = inside && c.inside;
+        env = "envelope (" + std::to_string(prep.envelope->orders.size()) + " reduction orders vs the f64 oracle, step 0): " +
+              (inside ? "every output inside" : "OUTSIDE") + "\n" + format_envelope_checks(checks);
+        if (!inside && res.verdict == Verdict::PASS) {
+            res.verdict = Verdict::OUT_OF_ENVELOPE;
+            for (const auto& c : checks)
+                if (!c.inside) res.run.detail += (res.run.detail.empty() ? "" : "; ") + c.name + ": " + c.why;
+        }
+    }
+
+    // the report
+    const PlanParams& pp = plan.params();
+    std::string r;
+    r += "monokda emulate: " + prep.fixture.str() + " (D " + std::to_string(cfg.D) + ", H " + std::to_string(cfg.H) +
+         ", K " + std::to_string(cfg.K) + ", R " + std::to_string(cfg.R) + ", L " + std::to_string(cfg.L) + ", nb " +
+         std::to_string(cfg.nb) + ", S " + std::to_string(cfg.S()) + ")\n";
+    r += "plan: " + std::to_string(plan.blocks()) + " CTAs = " + std::to_string(plan.n_attn()) + " attn (slices of " +
+         std::to_string(pp.slice_width) + ") + " + std::to_string(plan.n_gemv()) + " gemv (" + std::to_string(plan.n_groups()) +
+         " groups of " + std::to_string(pp.gemv_group_rows) + "), " + std::to_string(plan.n_kda_tasks()) + " kda tasks (" +
+         std::to_string(plan.n_chunks()) + " chunks of " + std::to_string(pp.kda_chunk_rows) + " rows); ";
+    auto probs = plan.structural_problems();
+    r += probs.empty() ? "structure sound" : std::to_string(probs.size()) + " structural problem(s), first: " + probs[0];
+    r += "; needs " + std::to_string(need) + " co-resident CTAs (admitted in index order)\n";
+    r += "run: schedule " + o.schedule.str() + " seed " + std::to_string(o.schedule.seed) + ", resident " +
+         std::to_string(res.resident) + ", steps " + std::to_string(res.steps) + " (epochs";
+    for (uint32_t e : res.run.epochs) r += " " + std::to_string(e);
+    r += "), AMD in-order loads " + std::string(mo.amd_in_order_loads ? "on" : "off") +
+         (o.fault == Fault::none ? "" : ", injected fault " + std::string(to_string(o.fault))) + "\n";
+    r += "  " + std::to_string(res.run.sched_steps) + " scheduler steps, " + std::to_string(res.run.ticks) + " ticks, " +
+         fmt("%.3f", res.seconds_run) + " s; " + std::to_string(res.run.steps_done) + " of " + std::to_string(res.steps) +
+         " steps completed";
+    if (res.run.verdict == Verdict::PASS) r += "; deadlock-free; no stale read; no visibility fault\n";
+    else r += "\n";
+    r += results;
+    r += env;
+    r += std::string("VERDICT: ") + to_string(res.verdict) + "\n";
+    if (res.verdict != Verdict::PASS) {
+        r += res.run.detail;
+        if (r.back() != '\n') r += "\n";
+        if (res.run.verdict != Verdict::PASS) r += format_history(plan, res.run, 30);
+    }
+    r += "replay: monokda emulate" + std::string(prep.fixture.file.empty() ? "" : " " + prep.fixture.file) + " --replay " +
+         res.token + "\n";
+    res.report = r;
+    return res;
+}
+
+}  // namespace monokda::emu

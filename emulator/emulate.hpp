@@ -1,0 +1,77 @@
+// `monokda emulate` as a library: prepare a fixture once (inputs, the reference in the plan's order,
+// the f64 oracle and the envelope), then run the plan under any schedule, fault and residency, and
+// judge the run: protocol verdicts from the machine, then results bit for bit against the reference,
+// then the envelope.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/plan.hpp"
+#include "core/step.hpp"
+#include "emulator/envelope.hpp"
+#include "emulator/faults.hpp"
+#include "emulator/machine.hpp"
+#include "emulator/schedule.hpp"
+
+namespace monokda::emu {
+
+// Where the step comes from: a fixture file, or a built-in fixture generated from a preset.
+struct FixtureSpec {
+    std::string file;          // non-empty: read this fixture
+    std::string preset = "k3";
+    int R = 2, L = 4, nb = 4;
+    uint64_t seed = 1;
+    std::string str() const;   // "k3.R2.L4.nb4.s1" or "file"
+};
+
+struct EmulateOptions {
+    FixtureSpec fixture;
+    int blocks = 0;              // 0: the plan's defaults for the config (132 for k3)
+    Schedule schedule;
+    int resident = 0;            // 0: every CTA co-resident
+    int steps = 1;
+    bool amd = false;            // AMD in-order load retirement
+    Fault fault = Fault::none;
+    int envelope_orders = 0;     // 0: default (8 for k3, 12 otherwise); -1: no envelope check
+    std::string envelope_in;     // use a saved envelope instead of computing one
+    bool timeline = false;       // record spans for a timeline
+};
+
+// The replay token: every choice of a run except a fixture file's path.
+std::string make_token(const EmulateOptions& o);
+// Overrides o's run choices with the token's (BadInput on a malformed token).
+EmulateOptions apply_token(EmulateOptions o, const std::string& token);
+
+struct Prepared {
+    FixtureSpec fixture;
+    Plan plan;                            // the clean plan
+    std::vector<StepInputs> inputs;       // per step (step k: step 0's rows rotated by k)
+    std::vector<StepOutputs<float>> refs; // the reference in the plan's order, per step
+    std::unique_ptr<TensorFile> oracle;   // step 0, f64
+    std::unique_ptr<Envelope> envelope;   // null: no envelope check
+    std::vector<EnvelopeCheck> ref_checks;  // the plan-order reference against the envelope
+    double seconds_fixture = 0, seconds_reference = 0, seconds_envelope = 0;
+};
+
+// Builds the fixture, the plan, the references for `steps` steps and the envelope.
+Prepared prepare(const EmulateOptions& o, int steps);
+
+struct EmulateResult {
+    Verdict verdict = Verdict::PASS;
+    std::string report;     // the full human-readable report
+    std::string token;
+    MachineResult run;
+    Plan plan;              // the plan as run (faults applied)
+    int resident = 0, steps = 1;
+    double seconds_run = 0;
+};
+
+// Steps beyond prep.inputs.size() are prepared on the way (prep is extended).
+EmulateResult emulate(Prepared& prep, const EmulateOptions& o);
+
+// The inputs of step k of a multi-step run: step 0's prefix, delta and bank rows rotated by k rows,
+// so consecutive steps carry different values through the same mailboxes.
+StepInputs rotate_rows(const StepInputs& in, int k);
+
+}  // namespace monokda::emu

@@ -1,0 +1,210 @@
+#include "emulator/envelope.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "core/error.hpp"
+#include "reference/reference.hpp"
+
+namespace monokda::emu {
+
+const char* const kEnvelopeOutputs[7] = {"x", "proj", "g1", "qkv", "o", "core_out", "ssm_state"};
+
+const EnvelopeBound* Envelope::find(const std::string& name) const {
+    for (const auto& o : outputs)
+        if (o.name == name) return &o;
+    return nullptr;
+}
+
+std::vector<std::string> default_envelope_orders(int n) {
+    static const char* list[] = {"sequential", "pairwise",  "shuffle:1", "split:2",  "shuffle:2", "split:7",
+                                 "shuffle:3",  "split:32",  "shuffle:4", "split:3",  "shuffle:5", "split:13",
+                                 "shuffle:6",  "split:100", "shuffle:7", "split:5",  "shuffle:8", "split:64"};
+    const int max = int(sizeof list / sizeof list[0]);
+    if (n < 2 || n > max) bad_input("envelope orders must be in 2.." + std::to_string(max) + " (got " + std::to_string(n) + ")");
+    return std::vector<std::string>(list, list + n);
+}
+
+std::string inputs_digest(const StepInputs& in) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    TensorFile f = in.to_file();
+    for (const auto& [name, t] : f.tensors) {
+        for (char ch : name) { h ^= uint8_t(ch); h *= 0x100000001b3ull; }
+        for (uint8_t b : t.bytes) { h ^= b; h *= 0x100000001b3ull; }
+    }
+    char buf[20];
+    std::snprintf(buf, sizeof buf, "%016llx", (unsigned long long)h);
+    return buf;
+}
+
+static std::string config_str(const Config& c) {
+    return "D=" + std::to_string(c.D) + " H=" + std::to_string(c.H) + " K=" + std::to_string(c.K) + " V=" +
+           std::to_string(c.V) + " F=" + std::to_string(c.F) + " N=" + std::to_string(c.N) + " R=" + std::to_string(c.R) +
+           " L=" + std::to_string(c.L) + " nb=" + std::to_string(c.nb);
+}
+
+Envelope build_envelope(const StepInputs& in, const std::vector<std::string>& orders) {
+    Envelope env;
+    env.fixture_digest = inputs_digest(in);
+    env.config = config_str(in.cfg);
+    env.orders = orders;
+    std::vector<ReductionOrder> ords;
+    for (const auto& o : orders) ords.push_back(ReductionOrder::parse(o));
+    const TensorFile oracle = ref::run<double>(in, {}).to_file(in.cfg);
+    std::vector<std::vector<TensorDiff>> diffs(orders.size());
+    // each order's run is independent: spread the orders over the cores (the reference's own
+    // parallel loops then run single-threaded inside each)
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int i = 0; i < int(orders.size()); ++i) {
+        TensorFile f = ref::run<float>(in, ords[size_t(i)]).to_file(in.cfg);
+        for (const char* name : kEnvelopeOutputs) diffs[size_t(i)].push_back(diff_tensors(name, f.get(name), oracle.get(name)));
+    }
+    for (size_t k = 0; k < 7; ++k) {
+        EnvelopeBound b;
+        b.name = kEnvelopeOutputs[k];
+        for (size_t i = 0; i < orders.size(); ++i) {
+            const TensorDiff& d = diffs[i][k];
+            b.per_order.push_back(d);
+            b.max_row_ulp = std::max(b.max_row_ulp, b.name == "ssm_state" ? 0.0 : d.max_row_ulp);
+            b.min_frac_identical = std::min(b.min_frac_identical, d.frac_identical);
+            b.max_rel_l2 = std::max(b.max_rel_l2, d.rel_l2);
+            b.max_abs = std::max(b.max_abs, d.max_abs);
+        }
+        env.outputs.push_back(b);
+    }
+    return env;
+}
+
+std::vector<EnvelopeCheck> check_envelope(const Envelope& env, const TensorFile& candidate, const TensorFile& oracle) {
+    std::vector<EnvelopeCheck> out;
+    for (const auto& b : env.outputs) {
+        EnvelopeCheck c;
+        c.name = b.name;
+        if (!candidate.has(b.name) || !oracle.has(b.name)) bad_input("envelope check: output '" + b.name + "' missing");
+        c.diff = diff_tensors(b.name, candidate.get(b.name), oracle.get(b.name));
+        auto over = [&](const char* what, double v, double bound) {
+            if (!(v <= bound)) {
+                c.inside = false;
+                char buf[160];
+                std::snprintf(buf, sizeof buf, "%s%s %.4g > bound %.4g", c.why.empty() ? "" : "; ", what, v, bound);
+                c.why += buf;
+            }
+        };
+        if (b.name != "ssm_state") over("row ulp", c.diff.max_row_ulp, b.max_row_ulp + env.row_ulp_margin);
+        over("rel-L2", c.diff.rel_l2, b.max_rel_l2 * (1 + env.rel_margin));
+        over("max abs", c.diff.max_abs, b.max_abs * (1 + env.rel_margin));
+        if (!(c.diff.frac_identical >= b.min_frac_identical - env.identical_margin)) {
+            c.inside = false;
+            char buf[160];
+            std::snprintf(buf, sizeof buf, "%sidentical %.4f%% < floor %.4f%%", c.why.empty() ? "" : "; ",
+                          100 * c.diff.frac_identical, 100 * (b.min_frac_identical - env.identical_margin));
+            c.why += buf;
+        }
+        if (c.diff.nan_mismatch) { c.inside = false; c.why += c.why.empty() ? "NaN mismatch" : "; NaN mismatch"; }
+        out.push_back(c);
+    }
+    return out;
+}
+
+std::string format_envelope_checks(const std::vector<EnvelopeCheck>& checks) {
+    std::string s;
+    char line[320];
+    for (const auto& c : checks) {
+        std::snprintf(line, sizeof line, "  %-10s %-7s identical %8.4f%%  row-ulp %5.2f  rel-L2 %9.3g  max-abs %9.3g%s%s\n",
+                      c.name.c_str(), c.inside ? "inside" : "OUTSIDE", 100 * c.diff.frac_identical, c.diff.max_row_ulp,
+                      c.diff.rel_l2, c.diff.max_abs, c.inside ? "" : "  : ", c.why.c_str());
+        s += line;
+    }
+    return s;
+}
+
+using nlohmann::json;
+
+static json diff_json(const TensorDiff& d) {
+    return {{"frac_identical", d.frac_identical}, {"max_row_ulp", d.max_row_ulp}, {"rel_l2", d.rel_l2},
+            {"max_abs", d.max_abs}, {"cosine", d.cosine}, {"max_ulp", d.max_ulp}};
+}
+
+void write_envelope(const std::string& path, const Envelope& env) {
+    json j;
+    j["format"] = "monokda-envelope";
+    j["format_version"] = env.format_version;
+    j["fixture_digest"] = env.fixture_digest;
+    j["config"] = env.config;
+    j["orders"] = env.orders;
+    j["margins"] = {{"rel", env.rel_margin}, {"identical", env.identical_margin}, {"row_ulp", env.row_ulp_margin}};
+    json outs = json::object();
+    for (const auto& b : env.outputs) {
+        json o;
+        o["max_row_ulp"] = b.max_row_ulp;
+        o["min_frac_identical"] = b.min_frac_identical;
+        o["max_rel_l2"] = b.max_rel_l2;
+        o["max_abs"] = b.max_abs;
+        json per = json::array();
+        for (size_t i = 0; i < b.per_order.size(); ++i) {
+            json d = diff_json(b.per_order[i]);
+            d["order"] = i < env.orders.size() ? env.orders[i] : "?";
+            per.push_back(d);
+        }
+        o["per_order"] = per;
+        outs[b.name] = o;
+    }
+    j["outputs"] = outs;
+    const std::string tmp = path + ".tmp";
+    {
+        std::ofstream f(tmp);
+        if (!f) bad_input("cannot write '" + path + "'");
+        f << j.dump(1) << "\n";
+        if (!f) bad_input("cannot write '" + path + "'");
+    }
+    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+        std::remove(tmp.c_str());
+        bad_input("cannot write '" + path + "'");
+    }
+}
+
+Envelope read_envelope(const std::string& path) {
+    std::ifstream f(path);
+    if (!f) bad_input("cannot read envelope '" + path + "'");
+    Envelope env;
+    try {
+        json j = json::parse(f);
+        if (j.at("format").get<std::string>() != "monokda-envelope") bad_input("'" + path + "' is not a monokda envelope");
+        env.format_version = j.at("format_version").get<int>();
+        if (env.format_version != 1) bad_input("envelope '" + path + "': unsupported format_version");
+        env.fixture_digest = j.at("fixture_digest").get<std::string>();
+        env.config = j.at("config").get<std::string>();
+        env.orders = j.at("orders").get<std::vector<std::string>>();
+        env.rel_margin = j.at("margins").at("rel").get<double>();
+        env.identical_margin = j.at("margins").at("identical").get<double>();
+        env.row_ulp_margin = j.at("margins").at("row_ulp").get<double>();
+        for (const char* name : kEnvelopeOutputs) {
+            const json& o = j.at("outputs").at(name);
+            EnvelopeBound b;
+            b.name = name;
+            b.max_row_ulp = o.at("max_row_ulp").get<double>();
+            b.min_frac_identical = o.at("min_frac_identical").get<double>();
+            b.max_rel_l2 = o.at("max_rel_l2").get<double>();
+            b.max_abs = o.at("max_abs").get<double>();
+            for (const json& d : o.at("per_order")) {
+                TensorDiff t;
+                t.name = name;
+                t.frac_identical = d.at("frac_identical").get<double>();
+                t.max_row_ulp = d.at("max_row_ulp").get<double>();
+                t.rel_l2 = d.at("rel_l2").get<double>();
+                t.max_abs = d.at("max_abs").get<double>();
+                t.cosine = d.at("cosine").get<double>();
+                t.max_ulp = d.at("max_ulp").get<int64_t>();
+                b.per_order.push_back(t);
+            }
+            env.outputs.push_back(b);
+        }
+    } catch (const json::exception& e) {
+        bad_input("envelope '" + path + "' is malformed: " + e.what());
+    }
+    return env;
+}
+
+}  // namespace monokda::emu

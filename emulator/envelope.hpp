@@ -1,0 +1,63 @@
+// The reduction-order envelope (SPEC §5): how far reordering the sums alone moves each
+// order-sensitive output away from the f64 oracle, measured by running the reference with many
+// orders. An implementation (the emulated decomposition, or the GPU kernel) passes when its own
+// distance from the oracle lies inside. Saved as JSON for the GPU differential test; the format is
+// in docs/emulator.md.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "core/compare.hpp"
+#include "core/step.hpp"
+
+namespace monokda::emu {
+
+// The outputs an envelope covers (SPEC §5 "order-sensitive").
+extern const char* const kEnvelopeOutputs[7];
+
+struct EnvelopeBound {
+    std::string name;
+    std::vector<TensorDiff> per_order;  // each order's distance from the oracle
+    // bounds = worst over the orders, widened by the margins below
+    double max_row_ulp = 0;         // bf16 outputs only (0 for ssm_state)
+    double min_frac_identical = 1;  // fraction equal to the oracle's value
+    double max_rel_l2 = 0;
+    double max_abs = 0;
+};
+
+struct Envelope {
+    int format_version = 1;
+    std::string fixture_digest;  // FNV-1a 64 of the inputs' tensors, hex
+    std::string config;          // "D=.. H=.. K=.. V=.. F=.. N=.. R=.. L=.. nb=.."
+    std::vector<std::string> orders;
+    // Margins (documented): a finite sample of orders underestimates the spread, so the bounds are
+    // the sample's worst widened by these.
+    double rel_margin = 0.5;          // max_rel_l2 and max_abs × (1 + rel_margin)
+    double identical_margin = 0.002;  // min_frac_identical − identical_margin (absolute)
+    double row_ulp_margin = 0.5;      // max_row_ulp + row_ulp_margin (bf16 ulps at row scale)
+    std::vector<EnvelopeBound> outputs;
+    const EnvelopeBound* find(const std::string& name) const;
+};
+
+// The orders used by default: n of them, from a fixed list (sequential, pairwise, splits, shuffles).
+std::vector<std::string> default_envelope_orders(int n);
+
+std::string inputs_digest(const StepInputs& in);
+
+// Runs the f64 oracle once and the f32 reference once per order (OpenMP over orders).
+Envelope build_envelope(const StepInputs& in, const std::vector<std::string>& orders);
+
+struct EnvelopeCheck {
+    std::string name;
+    TensorDiff diff;   // the candidate's distance from the oracle
+    bool inside = true;
+    std::string why;   // which bound it exceeds
+};
+// Distance of `candidate` (an output file's tensors) from the oracle's, against the bounds.
+std::vector<EnvelopeCheck> check_envelope(const Envelope& env, const TensorFile& candidate, const TensorFile& oracle);
+std::string format_envelope_checks(const std::vector<EnvelopeCheck>& checks);
+
+void write_envelope(const std::string& path, const Envelope& env);  // atomic (temp file + rename)
+Envelope read_envelope(const std::string& path);                     // BadInput on a malformed file
+
+}  // namespace monokda::emu

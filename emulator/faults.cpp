@@ -1,0 +1,74 @@
+#include "emulator/faults.hpp"
+
+#include "core/error.hpp"
+
+namespace monokda::emu {
+
+const std::vector<FaultInfo>& fault_list() {
+    static const std::vector<FaultInfo> list = {
+        {Fault::missing_xrdy, "missing_xrdy", "attn CTA 1 never stores XRDY[slice 1]"},
+        {Fault::flag_before_data, "flag_before_data",
+         "attn CTA 1 stores XRDY[slice 1] without release: the x stores may land after the flag"},
+        {Fault::stale_epoch_tag, "stale_epoch_tag", "CTA 0 tags WGT[row 0] with the previous step's epoch"},
+        {Fault::epoch_by_value, "epoch_by_value",
+         "the epoch is a kernel argument captured in the graph: every replay reuses the first (runs 2 steps)"},
+        {Fault::slice_off_by_one, "slice_off_by_one", "CTA 1 runs slice 2's attn instructions (ownership off by one)"},
+        {Fault::x_before_flag, "x_before_flag", "the first gemv CTA reads each x slice before polling its XRDY"},
+        {Fault::kda_skips_proj_wait, "kda_skips_proj_wait",
+         "kda task (r 0, h 0, chunk 0) convolves without waiting for its PROJ groups"},
+        {Fault::partial_counted_twice, "partial_counted_twice",
+         "CTA 0's gate of row 0 sums slice 0's sum-of-squares partial twice (and slice 1's not at all)"},
+        {Fault::too_few_resident, "too_few_resident", "launch with one CTA fewer co-resident than the plan needs"},
+        {Fault::poll_behind_loads, "poll_behind_loads",
+         "AMD in-order loads on; the first gemv CTA issues all its groups' weights before polling XRDY"},
+        {Fault::wrong_accepted_window, "wrong_accepted_window",
+         "request 0's kda tasks take the conv window and initial state at a wrong num_accepted"},
+    };
+    return list;
+}
+
+const char* to_string(Fault f) {
+    if (f == Fault::none) return "none";
+    for (const auto& i : fault_list())
+        if (i.fault == f) return i.name;
+    return "?";
+}
+
+Fault parse_fault(const std::string& name) {
+    if (name == "none") return Fault::none;
+    std::string known;
+    for (const auto& i : fault_list()) {
+        if (name == i.name) return i.fault;
+        known += std::string(known.empty() ? "" : ", ") + i.name;
+    }
+    bad_input("unknown fault '" + name + "' (known: " + known + "; --list-faults describes them)");
+}
+
+Plan apply_plan_fault(const Plan& plan, Fault f) {
+    Plan p = plan;
+    if (f == Fault::slice_off_by_one) {
+        if (p.n_attn() < 3) bad_input("fault slice_off_by_one needs at least 3 attn slices");
+        const auto& l = p.instrs(1);
+        for (int i = 0; i < int(l.size()); ++i) {
+            Instr in = l[size_t(i)];
+            if (in.opcode() == Op::ATTN_PART || in.opcode() == Op::ATTN_MIX || in.opcode() == Op::ATTN_X) {
+                in.a = 2;
+                p.set_instr(1, i, in);
+            }
+        }
+    } else if (f == Fault::poll_behind_loads) {
+        // move every GEMV_PREFETCH of the first gemv CTA to the front of its list
+        const int cta = p.n_attn();
+        std::vector<Instr> pre;
+        for (int i = int(p.instrs(cta).size()) - 1; i >= 0; --i)
+            if (p.instrs(cta)[size_t(i)].opcode() == Op::GEMV_PREFETCH) {
+                pre.insert(pre.begin(), p.instrs(cta)[size_t(i)]);
+                p.erase_instr(cta, i);
+            }
+        if (pre.size() < 2) bad_input("fault poll_behind_loads needs a gemv CTA with two groups or more (fewer blocks)");
+        for (size_t i = 0; i < pre.size(); ++i) p.insert_instr(cta, int(i), pre[i]);
+    }
+    return p;
+}
+
+}  // namespace monokda::emu

@@ -1,0 +1,126 @@
+// `monokda emulate` as a user runs it: exit 0 pass, 1 a check failed, 2 bad input (nothing written).
+#include <doctest/doctest.h>
+
+#include <filesystem>
+
+#include "core/safetensors.hpp"
+#include "core/step.hpp"
+#include "emu_util.hpp"
+#include "tests/cli/cli_run.hpp"
+
+using namespace monokda;
+using namespace monokda::test;
+using namespace monokda::emu::test;
+
+TEST_CASE("a clean small run passes, prints the verdict and a replay token that reproduces it") {
+    CliResult r = run_cli({"emulate", "--config", "small", "--schedule", "pct", "--seed", "5"});
+    INFO(r.out);
+    CHECK(r.code == 0);
+    CHECK(contains(r.out, "VERDICT: PASS"));
+    CHECK(contains(r.out, "every output inside"));
+    const size_t at = r.out.find("--replay ");
+    REQUIRE(at != std::string::npos);
+    const std::string token = r.out.substr(at + 9, r.out.find('\n', at) - at - 9);
+    CliResult again = run_cli({"emulate", "--replay", token});
+    CHECK(again.code == 0);
+    // same interleaving: same number of scheduler steps and ticks (the wall time may differ)
+    auto steps = [](const std::string& s) {
+        size_t a = s.find(" scheduler steps, "), b = s.rfind('\n', a);
+        return s.substr(b + 1, s.find(" s;", a) - b);
+    };
+    auto ticks = [](const std::string& s) { size_t a = s.find(" scheduler steps, "); return s.substr(a, s.find(" ticks", a) - a); };
+    CHECK(ticks(again.out) == ticks(r.out));
+    CHECK(steps(again.out).substr(0, 8) == steps(r.out).substr(0, 8));
+}
+
+TEST_CASE("faults exit 1 with their verdict; --list-faults lists them") {
+    CliResult l = run_cli({"emulate", "--list-faults"});
+    CHECK(l.code == 0);
+    for (const auto& f : monokda::emu::fault_list()) CHECK(contains(l.out, f.name));
+    CliResult r = run_cli({"emulate", "--config", "small", "--inject", "missing_xrdy", "--no-envelope"});
+    CHECK(r.code == 1);
+    CHECK(contains(r.out, "VERDICT: LIVELOCK"));
+    CHECK(contains(r.out, "Wait-for chain:"));
+    CHECK(contains(r.out, "history (last"));
+}
+
+TEST_CASE("outputs, envelope and timeline files; a fixture file as input") {
+    TempDir dir("emulate");
+    CliResult fx = run_cli({"fixture", "--config", "small", "--seed", "3", "-o", dir / "f.safetensors"});
+    REQUIRE(fx.code == 0);
+    CliResult r = run_cli({"emulate", dir / "f.safetensors", "--schedule", "rr", "-o", dir / "out.safetensors",
+                           "--envelope-out", dir / "env.json", "--timeline", dir / "t.svg"});
+    INFO(r.out);
+    REQUIRE(r.code == 0);
+    CHECK(contains(r.out, "--replay v1/rr/1/r0/k1/a0/none/b0/file"));
+    StepInputs in = StepInputs::from_file(read_safetensors(dir / "f.safetensors"));
+    Plan plan = Plan::build(in.cfg, PlanParams::defaults_for(in.cfg));
+    TensorFile mine = read_safetensors(dir / "out.safetensors");
+    TensorFile expect = ref::run<float>(in, plan.reduction_order()).to_file(in.cfg);
+    for (const char* name : kOutputNames) {
+        INFO(name);
+        REQUIRE(mine.has(name));
+        CHECK(mine.get(name).bytes == expect.get(name).bytes);
+    }
+    CHECK(mine.metadata.at("emulate_verdict") == "PASS");
+    CHECK(std::filesystem::file_size(dir / "env.json") > 1000);
+    CHECK(std::filesystem::file_size(dir / "t.svg") > 1000);
+    // the saved envelope is reused, and refused for another fixture
+    CliResult again = run_cli({"emulate", dir / "f.safetensors", "--envelope-in", dir / "env.json"});
+    CHECK(again.code == 0);
+    CliResult other = run_cli({"emulate", "--config", "small", "--envelope-in", dir / "env.json"});
+    CHECK(other.code == 2);
+    CHECK(contains(other.out, "measured on another fixture"));
+}
+
+TEST_CASE("bad input exits 2 and writes nothing") {
+    TempDir dir("emulate_bad");
+    const std::string out = dir / "o.safetensors", svg = dir / "t.svg";
+    const std::vector<std::vector<std::string>> bad = {
+        {"--config", "huge"},
+        {"--config", "small", "--schedule", "fifo"},
+        {"--config", "small", "--schedule", "pct:0"},
+        {"--config", "small", "--inject", "cosmic_ray"},
+        {"--config", "small", "--steps", "0"},
+        {"--config", "small", "--steps", "65"},
+        {"--config", "small", "--blocks", "16"},
+        {"--config", "small", "--blocks", "-3"},
+        {"--config", "small", "--resident", "-1"},
+        {"--config", "small", "--nb", "9"},
+        {"--config", "small", "--L", "0"},
+        {"--config", "small", "--replay", "v1/random"},
+        {"--config", "small", "--envelope-orders", "1"},
+        {"--config", "small", "--no-envelope", "--envelope-out", dir / "e.json"},
+        {"--config", "small", "--inject", "wrong_accepted_window", "--L", "1"},
+        {dir / "missing.safetensors"},
+        {dir / "missing.safetensors", "--config", "small"},
+        {"--config", "small", "--sweep", "3", "--timeline", svg},
+        {"--config", "small", "--unknown-option"},
+    };
+    for (const auto& a : bad) {
+        std::vector<std::string> args{"emulate"};
+        args.insert(args.end(), a.begin(), a.end());
+        args.insert(args.end(), {"-o", out, "--timeline", svg});
+        if (a.size() > 2 && a[2] == "--sweep") args.resize(args.size() - 2);
+        CliResult r = run_cli(args);
+        std::string cmd;
+        for (const auto& s : args) cmd += s + " ";
+        INFO(cmd, "\n", r.out);
+        CHECK(r.code == 2);
+        CHECK(contains(r.out, "error"));
+        CHECK_FALSE(std::filesystem::exists(out));
+        CHECK_FALSE(std::filesystem::exists(svg));
+    }
+}
+
+TEST_CASE("--sweep runs many schedules and summarises") {
+    CliResult r = run_cli({"emulate", "--config", "small", "--sweep", "20", "--no-envelope"});
+    INFO(r.out);
+    CHECK(r.code == 0);
+    CHECK(contains(r.out, "sweep: 20 schedules"));
+    CHECK(contains(r.out, "PASS 20"));
+    CliResult f = run_cli({"emulate", "--config", "small", "--sweep", "6", "--no-envelope", "--inject", "flag_before_data"});
+    CHECK(f.code == 1);
+    CHECK(contains(f.out, "VISIBILITY_FAULT 6"));
+    CHECK(contains(f.out, "first failure (schedule 0)"));
+}
