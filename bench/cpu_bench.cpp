@@ -83,8 +83,8 @@ int run(int argc, char** argv) {
         ("reps", cli::po::value(&reps)->default_value(7), "timed runs of each command (median)")
         ("workdir", cli::po::value(&workdir)->default_value("bench-cpu-work"), "scratch folder for fixtures and outputs")
         ("commit", cli::po::value(&commit)->default_value("unknown"), "commit recorded in the results")
-        ("emulate", cli::po::value(&emulate)->default_value("emulate {fixture} -o {out}"),
-         "the emulator's default production run, as monokda arguments ({fixture}, {out} substituted)")
+        ("emulate", cli::po::value(&emulate)->default_value("emulate"),
+         "the emulator's default production run, as monokda arguments ({fixture}, {out} substituted; default: `monokda emulate`, its built-in k3 R=2 L=4 nb=4 step)")
         ("output,o", cli::po::value(&out), "CPU results JSON (and .md beside it)")
         ("render", cli::po::value(&render), "instead: render a GPU -detail.json (with --cpu) to --md/--svg")
         ("cpu", cli::po::value(&cpu_json), "with --render: CPU results JSON to include")

@@ -63,7 +63,7 @@ json perf_detail_json(const PerfRun& run) {
                          {"bytes", r.stage_bytes[i]}});
         rows.push_back({{"R", r.R}, {"L", r.L}, {"S", r.S}, {"nb", r.nb}, {"block_write", r.block_write},
                         {"fused_us", opt_json(r.fused_us)}, {"fused_p10", opt_json(r.fused_p10)},
-                        {"fused_p90", opt_json(r.fused_p90)}, {"unfused_us", r.unfused_us},
+                        {"fused_p90", opt_json(r.fused_p90)}, {"fused_reps", r.fused_reps}, {"unfused_us", r.unfused_us},
                         {"unfused_p10", r.unfused_p10}, {"unfused_p90", r.unfused_p90}, {"floor_us", r.floor_us},
                         {"floor_bytes", r.floor_bytes}, {"gemm_algos", r.gemm_algos}, {"stages", s}});
     }
@@ -98,6 +98,7 @@ PerfRun perf_from_detail_json(const json& j) {
             r.floor_bytes = jr.value("floor_bytes", int64_t(0));
             if (jr.contains("fused_p10")) r.fused_p10 = opt_from(jr["fused_p10"]);
             if (jr.contains("fused_p90")) r.fused_p90 = opt_from(jr["fused_p90"]);
+            r.fused_reps = jr.value("fused_reps", 0);
             r.unfused_p10 = jr.value("unfused_p10", 0.0);
             r.unfused_p90 = jr.value("unfused_p90", 0.0);
             r.gemm_algos = jr.value("gemm_algos", "");
@@ -209,7 +210,9 @@ std::string perf_markdown(const PerfRun& run, const CpuBench* cpu) {
        << "\n- command: `" << run.command << "`\n"
        << "- copy bandwidth (device-to-device, bytes read + written, measured in this run): "
        << fmt(run.copy_tb_s, 3) << " TB/s\n"
-       << "- every number is the median over " << run.reps << " replays of a CUDA graph of " << run.steps_per_graph
+       << "- every number is the median over " << run.reps
+       << " replays (fewer for a slow fused kernel: at least 20, about 0.5 s a measurement; the detail file "
+          "lists them) of a CUDA graph of " << run.steps_per_graph
        << " steps, divided by " << run.steps_per_graph << "; the steps rotate among " << run.sets
        << " weight/state sets of " << fmt(double(run.set_bytes) / 1e6, 0) << " MB each, so the "
        << fmt(double(run.l2_bytes) / 1e6, 0) << " MB L2 cannot hold the 90 MB in_proj weight between steps\n"

@@ -24,6 +24,7 @@ struct PerfRow {
     // spread of the replays (p10, p90) of the two headline numbers
     double unfused_p10 = 0, unfused_p90 = 0;
     std::optional<double> fused_p10, fused_p90;
+    int fused_reps = 0;  // replays a fused measurement used (fewer than reps for a slow kernel)
     std::string gemm_algos;  // the tuned cuBLASLt algorithms of B and C, for the record
 };
 
