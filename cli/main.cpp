@@ -22,6 +22,7 @@ const std::map<std::string, Command>& commands() {
         {"reference", {cmd_reference, "run the original path (SPEC §3) on a fixture"}},
         {"compare", {cmd_compare, "compare two result files tensor by tensor"}},
         {"emulate", {cmd_emulate, "run the mono kernel's CTA plan on the CPU and check its protocol"}},
+        {"fuzz", {cmd_fuzz, "fuzz a target (reference, emulator, gpu) against the reference and the properties"}},
         {"gpu", {cmd_gpu, "run the kda_pre kernel on a fixture (needs a GPU build and device)"}},
         {"bench", {cmd_bench, "time the fused kernel, the unfused chain and the floor on the GPU"}},
     };
