@@ -50,10 +50,21 @@ gpu::KdaTensors tensors(const Config& c, const StepPtrs& p) {
 
 class KdaFusedStep final : public FusedStep {
 public:
-    void prepare(const Config& step, const std::vector<StepPtrs>& sets) override {
+    void prepare(const Config& step, const std::vector<StepPtrs>& sets, FusedVariant variant) override {
         gpu::check_supported(step);
-        launcher_ = std::make_unique<gpu::KdaLauncher>(Plan::build(step, PlanParams::defaults_for(step)),
-                                                       gpu::LaunchOptions{});  // production launch: no hand-off export
+        Plan plan = Plan::build(step, PlanParams::defaults_for(step));
+        gpu::LaunchOptions opt;  // the production launch: matrix-unit in_proj, no hand-off export
+        if (variant != FusedVariant::full) {
+            // drop the later roles' instructions; the mailboxes they would fill then have no
+            // producer, which the launcher's plan check rightly calls a problem: skip that check
+            for (int cta = 0; cta < plan.blocks(); ++cta)
+                for (int i = int(plan.instrs(cta).size()); i-- > 0;) {
+                    const Role role = role_of(plan.instrs(cta)[size_t(i)].opcode());
+                    if (role == Role::kda || (variant == FusedVariant::attn && role == Role::gemv)) plan.erase_instr(cta, i);
+                }
+            opt.check_plan = false;
+        }
+        launcher_ = std::make_unique<gpu::KdaLauncher>(plan, opt);
         tensors_.clear();
         for (const auto& p : sets) tensors_.push_back(tensors(step, p));
     }
@@ -66,6 +77,15 @@ private:
 };
 
 }  // namespace
+
+const char* to_string(FusedVariant v) {
+    switch (v) {
+        case FusedVariant::full: return "full";
+        case FusedVariant::attn_gemv: return "attn+gemv";
+        case FusedVariant::attn: return "attn";
+    }
+    return "?";
+}
 
 std::unique_ptr<FusedStep> make_fused_step(std::string& why) {
     const gpu::DeviceInfo info = gpu::probe();

@@ -10,11 +10,18 @@
 
 namespace monokda::bench {
 
+// What a launch runs: the whole plan, or the plan without its kda instructions, or the attn
+// instructions alone. The partial plans drop consumers only (nothing left waits for a mailbox no
+// one fills), so their times split the step into seam, + in_proj, + everything after in_proj.
+enum class FusedVariant { full, attn_gemv, attn };
+const char* to_string(FusedVariant v);
+
 class FusedStep {
 public:
     virtual ~FusedStep() = default;
     // A step shape on the given sets (each holding cap.slots slots, conv_state laid out for step.L).
-    virtual void prepare(const Config& step, const std::vector<StepPtrs>& sets) = 0;
+    virtual void prepare(const Config& step, const std::vector<StepPtrs>& sets,
+                         FusedVariant variant = FusedVariant::full) = 0;
     virtual void enqueue(int set, void* stream) = 0;  // one launch, capturable
     virtual void check(void* stream) = 0;             // the kernel's error word; throws on an error
 };

@@ -311,6 +311,24 @@ PerfRun run_gpu_bench(const GpuBenchOptions& opt, std::ostream& log) {
         row.unfused_us = un.median();
         row.unfused_p10 = un.pct(0.1);
         row.unfused_p90 = un.pct(0.9);
+        // where the fused kernel's time goes, at small R (cutting a plan costs host time per instruction)
+        if (fused_ok && opt.stages && R <= 2) {
+            try {
+                for (FusedVariant v : {FusedVariant::attn, FusedVariant::attn_gemv}) {
+                    fused->prepare(c, ptrs, v);
+                    fused->enqueue(0, st);  // one plain launch first, as for the full plan
+                    fused->check(st);
+                    const double t = time_graph(st, opt.sets, steps, fused_reps, [&](int set, cudaStream_t s) { fused->enqueue(set, s); }).median();
+                    fused->check(st);
+                    (v == FusedVariant::attn ? row.fused_attn_us : row.fused_attn_gemv_us) = t;
+                }
+            } catch (const std::exception& e) {
+                cudaGetLastError();
+                log << "fused plan variants at R=" << R << " L=" << L << " not measured: " << e.what() << "\n";
+                row.fused_attn_us.reset();
+                row.fused_attn_gemv_us.reset();
+            }
+        }
         if (fused_ok) {
             row.fused_us = fu.median();
             row.fused_reps = fused_reps;
@@ -322,6 +340,8 @@ PerfRun run_gpu_bench(const GpuBenchOptions& opt, std::ostream& log) {
             << ", fused " << (row.fused_us ? fmt(*row.fused_us) + " us (" + fmt(*row.fused_us / row.floor_us, 2) + "x floor)" : "not measured")
             << ", unfused " << fmt(row.unfused_us) << " us"
             << (row.fused_us ? " (" + fmt(row.unfused_us / *row.fused_us, 2) + "x fused)" : "");
+        if (row.fused_attn_us && row.fused_attn_gemv_us)
+            log << " | fused attn only " << fmt(*row.fused_attn_us) << ", attn+gemv " << fmt(*row.fused_attn_gemv_us);
         if (opt.stages) {
             log << " | alone:";
             for (int i = 0; i < 6; ++i) log << " " << char('A' + i) << " " << fmt(row.alone_us[i]);

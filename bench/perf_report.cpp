@@ -63,7 +63,9 @@ json perf_detail_json(const PerfRun& run) {
                          {"bytes", r.stage_bytes[i]}});
         rows.push_back({{"R", r.R}, {"L", r.L}, {"S", r.S}, {"nb", r.nb}, {"block_write", r.block_write},
                         {"fused_us", opt_json(r.fused_us)}, {"fused_p10", opt_json(r.fused_p10)},
-                        {"fused_p90", opt_json(r.fused_p90)}, {"fused_reps", r.fused_reps}, {"unfused_us", r.unfused_us},
+                        {"fused_p90", opt_json(r.fused_p90)}, {"fused_reps", r.fused_reps},
+                        {"fused_attn_us", opt_json(r.fused_attn_us)}, {"fused_attn_gemv_us", opt_json(r.fused_attn_gemv_us)},
+                        {"unfused_us", r.unfused_us},
                         {"unfused_p10", r.unfused_p10}, {"unfused_p90", r.unfused_p90}, {"floor_us", r.floor_us},
                         {"floor_bytes", r.floor_bytes}, {"gemm_algos", r.gemm_algos}, {"stages", s}});
     }
@@ -99,6 +101,8 @@ PerfRun perf_from_detail_json(const json& j) {
             if (jr.contains("fused_p10")) r.fused_p10 = opt_from(jr["fused_p10"]);
             if (jr.contains("fused_p90")) r.fused_p90 = opt_from(jr["fused_p90"]);
             r.fused_reps = jr.value("fused_reps", 0);
+            if (jr.contains("fused_attn_us")) r.fused_attn_us = opt_from(jr["fused_attn_us"]);
+            if (jr.contains("fused_attn_gemv_us")) r.fused_attn_gemv_us = opt_from(jr["fused_attn_gemv_us"]);
             r.unfused_p10 = jr.value("unfused_p10", 0.0);
             r.unfused_p90 = jr.value("unfused_p90", 0.0);
             r.gemm_algos = jr.value("gemm_algos", "");
@@ -248,6 +252,20 @@ std::string perf_markdown(const PerfRun& run, const CpuBench* cpu) {
             os << "| " << r.R << " | " << r.L << " | " << r.S << " | " << kStageNames[i] << " | " << fmt(r.alone_us[i], 2)
                << " | " << fmt(double(r.stage_bytes[i]) / (r.alone_us[i] * 1e3), 0) << " | "
                << fmt(r.unfused_us - r.without_us[i], 2) << " |\n";
+    }
+    bool parts = false;
+    for (const auto& r : run.rows) parts |= r.fused_attn_us.has_value() && r.fused_attn_gemv_us.has_value() && r.fused_us;
+    if (parts) {
+        os << "\n## Where the fused kernel's time goes\n\n"
+           << "The same launch with its plan cut: the attn role's instructions alone, then attn + gemv (in_proj), "
+              "then the whole plan; each difference is what the later role adds.\n\n"
+           << "| R | L | S | attn only µs | attn + gemv µs | full µs | gemv adds | kda adds |\n|---|---|---|---|---|---|---|---|\n";
+        for (const auto& r : run.rows)
+            if (r.fused_attn_us && r.fused_attn_gemv_us && r.fused_us)
+                os << "| " << r.R << " | " << r.L << " | " << r.S << " | " << fmt(*r.fused_attn_us) << " | "
+                   << fmt(*r.fused_attn_gemv_us) << " | " << fmt(*r.fused_us) << " | "
+                   << fmt(*r.fused_attn_gemv_us - *r.fused_attn_us) << " | " << fmt(*r.fused_us - *r.fused_attn_gemv_us)
+                   << " |\n";
     }
     bool algos = false;
     for (const auto& r : run.rows) algos |= !r.gemm_algos.empty();

@@ -25,6 +25,8 @@ struct PerfRow {
     double unfused_p10 = 0, unfused_p90 = 0;
     std::optional<double> fused_p10, fused_p90;
     int fused_reps = 0;  // replays a fused measurement used (fewer than reps for a slow kernel)
+    // the fused kernel with its plan cut after the attn role, and after the gemv role
+    std::optional<double> fused_attn_us, fused_attn_gemv_us;
     std::string gemm_algos;  // the tuned cuBLASLt algorithms of B and C, for the record
 };
 
