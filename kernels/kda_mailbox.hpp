@@ -19,6 +19,9 @@ struct Ctl {
     uint32_t words[kMailboxCount];         // words per entry
     int32_t instr;                         // instruction being executed (for the error record)
     int32_t prefetched;                    // gemv group whose first weight slices are in flight, or -1
+    int32_t x_seen;                        // XRDY slices 0..x_seen-1 seen ready by this CTA's gemv pass
+    int32_t batch[8];                      // groups of the gemv pass being run
+    uint32_t proj_seen[(k3::kGroups + 31) / 32];  // PROJ groups this CTA has seen released (bitmask)
 };
 
 __device__ __forceinline__ void record_error(const KdaArgs& a, const Ctl& c, uint32_t code, uint32_t box,
@@ -70,6 +73,24 @@ __device__ __forceinline__ bool wait_tagged(const KdaArgs& a, const Ctl& c, Mail
     return !__syncthreads_or(!ok);
 }
 
+// Tagged box `box`, n words at word offsets word_of(0..n-1) from the box's start (entry
+// word_of(w) / words-per-entry): as wait_tagged, for entries that are not contiguous.
+template <class WordOf>
+__device__ bool wait_tagged_at(const KdaArgs& a, const Ctl& c, Mailbox box, int n, WordOf word_of, float* out) {
+    const int wpe = int(c.words[int(box)]);
+    const uint64_t* words = a.tagged + c.tagged_off[int(box)];
+    bool ok = true;
+    for (int w = threadIdx.x; w < n && ok; w += kThreads) {
+        const uint64_t* p = words + word_of(w);
+        uint64_t v = ld_relaxed(p);
+        if (uint32_t(v >> 32) != c.tag)
+            ok = spin(a, c, [&] { return v = ld_relaxed(p); }, [&](uint64_t x) { return uint32_t(x >> 32) == c.tag; },
+                      uint32_t(box), uint32_t(word_of(w) / wpe));
+        out[w] = f32_from_bits(uint32_t(v));
+    }
+    return !__syncthreads_or(!ok);
+}
+
 // One thread stores word `word` of tagged entry `entry`.
 __device__ __forceinline__ void put_tagged(const KdaArgs& a, const Ctl& c, Mailbox box, int entry, int word,
                                            float value) {
@@ -91,6 +112,26 @@ __device__ bool wait_flags(const KdaArgs& a, const Ctl& c, Mailbox box, int n, E
         __threadfence();
     }
     return !__syncthreads_or(!ok);
+}
+
+// PROJ groups group_of(0..n-1). A flag, once released, stays so for the launch: groups this CTA
+// has seen released are not polled again, and after a wait one sweep (a thread a flag, acquire)
+// records every group released by then, so later kda tasks on this CTA skip most polls.
+template <class GroupOf>
+__device__ bool wait_proj(const KdaArgs& a, Ctl& c, int n, GroupOf group_of) {
+    bool all = true;
+    for (int i = 0; i < n; ++i) {
+        const int g = group_of(i);
+        all = all && ((c.proj_seen[g >> 5] >> (g & 31)) & 1u);
+    }
+    if (all) return true;  // the same answer in every thread: the bitmask changes only below, between barriers
+    if (!wait_flags(a, c, Mailbox::PROJ, n, group_of)) return false;
+    for (int g = threadIdx.x; g < k3::kGroups; g += kThreads)
+        if (ld_acquire(a.flags + c.flag_off[int(Mailbox::PROJ)] + g) == c.tag)
+            atomicOr(&c.proj_seen[g >> 5], 1u << (g & 31));
+    __threadfence();
+    __syncthreads();
+    return true;
 }
 
 // Every thread calls it after writing its share of what the flag guards.

@@ -13,6 +13,7 @@
 #include "core/error.hpp"
 #include "kernels/kda_attn.hpp"
 #include "kernels/kda_gemv.hpp"
+#include "kernels/kda_gemv_batch.hpp"
 #include "kernels/kda_pre.hpp"
 #include "kernels/kda_task.hpp"
 
@@ -20,7 +21,12 @@ namespace monokda::gpu {
 
 namespace {
 
-constexpr size_t kSmemBytes = std::max(sizeof(AttnSmem), std::max(sizeof(GemvSmem), sizeof(KdaSmem)));
+#if MONOKDA_NVIDIA
+constexpr size_t kGemvSmemBytes = std::max(sizeof(GemvSmem), sizeof(GemvBatchSmem));
+#else
+constexpr size_t kGemvSmemBytes = sizeof(GemvSmem);
+#endif
+constexpr size_t kSmemBytes = std::max(sizeof(AttnSmem), std::max(kGemvSmemBytes, sizeof(KdaSmem)));
 constexpr int kHeaderWords = int(sizeof(PlanHeader) / 4);
 #if MONOKDA_AMD
 constexpr size_t kSmemLimit = 65536;  // LDS a workgroup on gfx90a / gfx940
@@ -74,6 +80,26 @@ __device__ bool run_instructions(const KdaArgs& a, Ctl& c, unsigned char* smem) 
         if (threadIdx.x == 0) c.instr = i;
         __syncthreads();
         bool ok = true;
+#if MONOKDA_NVIDIA
+        if (!kExactInProj && (Op(in.op) == Op::GEMV_PREFETCH || Op(in.op) == Op::GEMV_GROUP)) {
+            // the CTA's consecutive gemv instructions, as one pass (kda_gemv_batch.hpp)
+            static_assert(kBatchGroups <= int(sizeof(c.batch) / sizeof(c.batch[0])), "Ctl::batch holds a pass");
+            int G = 0, k = i;
+            for (; k < end && G < kBatchGroups; ++k) {
+                const Op op = Op(ins[k].op);
+                if (op == Op::GEMV_GROUP) {
+                    if (threadIdx.x == 0) c.batch[G] = ins[k].a;
+                    ++G;
+                } else if (op != Op::GEMV_PREFETCH) {
+                    break;
+                }
+            }
+            __syncthreads();
+            if (G > 0 && !gemv_batch(a, c, *reinterpret_cast<GemvBatchSmem*>(smem), c.batch, G)) return false;
+            i = k - 1;
+            continue;
+        }
+#endif
         switch (Op(in.op)) {
             case Op::ATTN_PART: attn_part(a, c, attn, in.a); break;
             case Op::ATTN_GATE: ok = attn_gate(a, c, attn, in.a); break;
@@ -112,7 +138,9 @@ __global__ void __launch_bounds__(kThreads, 1) kda_pre_kernel(const KdaArgs a) {
         }
         c.instr = -1;
         c.prefetched = -1;
+        c.x_seen = 0;
     }
+    for (int i = threadIdx.x; i < int(sizeof(c.proj_seen) / 4); i += kThreads) c.proj_seen[i] = 0;
     __syncthreads();
     bool ok = true;
     if (int(gridDim.x) != reinterpret_cast<const PlanHeader*>(a.plan)->blocks) {

@@ -50,12 +50,12 @@ __device__ __forceinline__ int64_t conv_offset(const KdaArgs& a, int slot, int e
 __device__ void kda_load(const KdaArgs& a, KdaSmem& sm, int r, int h, int c) {
     const int L = a.L;
     if (threadIdx.x < L) sm.idx[threadIdx.x] = a.state_indices[r * L + threadIdx.x];
+    if (threadIdx.x == k3::kMaxL) sm.accepted = a.num_accepted[r];
+    if (threadIdx.x == k3::kMaxL + 1) sm.A = exp_f(a.A_log[h]);
+    __syncthreads();
     if (threadIdx.x == 0) {
-        const int acc = a.num_accepted[r];
-        sm.accepted = acc;
-        sm.slot0 = a.state_indices[r * L];
-        sm.init = a.state_indices[r * L + acc - 1];
-        sm.A = exp_f(a.A_log[h]);
+        sm.slot0 = sm.idx[0];
+        sm.init = sm.idx[sm.accepted - 1];
     }
     __syncthreads();
     const int slot0 = sm.slot0, init = sm.init, acc = sm.accepted;
@@ -81,9 +81,9 @@ __device__ void kda_load(const KdaArgs& a, KdaSmem& sm, int r, int h, int c) {
     __syncthreads();
 }
 
-__device__ bool kda_conv(const KdaArgs& a, const Ctl& c_, KdaSmem& sm, int r, int h, int c) {
+__device__ bool kda_conv(const KdaArgs& a, Ctl& c_, KdaSmem& sm, int r, int h, int c) {
     const int L = a.L;
-    if (!wait_flags(a, c_, Mailbox::PROJ, 3, [&](int i) { return owned_channel(i * k3::kShare, h, c) / k3::kGroupRows; }))
+    if (!wait_proj(a, c_, 3, [&](int i) { return owned_channel(i * k3::kShare, h, c) / k3::kGroupRows; }))
         return false;
     static_assert(k3::kShare == k3::kGroupRows && k3::kChunkRows == k3::kGroupRows,
                   "each owned share is exactly one gemv group");
@@ -113,14 +113,14 @@ __device__ bool kda_conv(const KdaArgs& a, const Ctl& c_, KdaSmem& sm, int r, in
     return true;
 }
 
-__device__ bool kda_rec(const KdaArgs& a, const Ctl& c_, KdaSmem& sm, int r, int h, int c) {
+__device__ bool kda_rec(const KdaArgs& a, Ctl& c_, KdaSmem& sm, int r, int h, int c) {
     const int L = a.L;
     if (!wait_flags(a, c_, Mailbox::QK, k3::kChunks - 1, [&](int i) {
             return (r * k3::H + h) * k3::kChunks + (i < c ? i : i + 1);
         }))
         return false;
     constexpr int kFaGroup = 4 * k3::E / k3::kGroupRows, kFaGroups = k3::F / k3::kGroupRows;
-    if (!wait_flags(a, c_, Mailbox::PROJ, kFaGroups + 1, [&](int i) {
+    if (!wait_proj(a, c_, kFaGroups + 1, [&](int i) {
             return i < kFaGroups ? kFaGroup + i : (4 * k3::E + k3::F + h) / k3::kGroupRows;
         }))
         return false;
@@ -217,14 +217,14 @@ __device__ bool kda_rec(const KdaArgs& a, const Ctl& c_, KdaSmem& sm, int r, int
     return true;
 }
 
-__device__ bool kda_norm(const KdaArgs& a, const Ctl& c_, KdaSmem& sm, int r, int h, int c) {
+__device__ bool kda_norm(const KdaArgs& a, Ctl& c_, KdaSmem& sm, int r, int h, int c) {
     const int L = a.L;
-    for (int t = 0; t < L; ++t)
-        if (!wait_tagged(a, c_, Mailbox::ONRM, ((r * L + t) * k3::H + h) * k3::kChunks, k3::kChunks,
-                         sm.onrm + t * k3::kChunks))
-            return false;
-    if (!wait_flags(a, c_, Mailbox::PROJ, 1, [&](int) { return (3 * k3::E + h * k3::V) / k3::kGroupRows + c; }))
+    // ONRM[r·L + t][h][0..7] for every token, in one sweep (onrm[t·8 + chunk])
+    if (!wait_tagged_at(a, c_, Mailbox::ONRM, L * k3::kChunks,
+                        [&](int w) { return ((r * L + w / k3::kChunks) * k3::H + h) * k3::kChunks + w % k3::kChunks; },
+                        sm.onrm))
         return false;
+    if (!wait_proj(a, c_, 1, [&](int) { return (3 * k3::E + h * k3::V) / k3::kGroupRows + c; })) return false;
     if (threadIdx.x < L) {
         const float* p = sm.onrm + threadIdx.x * k3::kChunks;
         float ms = p[0];

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU checks on a machine with a device, from a build folder made elsewhere (carried), logs
 # and per-tensor tables to $OUT. Usage: tests/gpu/run_on_device.sh BUILD_DIR STEP...
-#   STEP: smoke | quick | sweep | launch | sanitize | ctest
+#   STEP: smoke | quick | sweep | launch | sanitize | bench | ctest
 set -uo pipefail
 B=$1; shift
 OUT=${OUT:-/tmp/monokda-out}
@@ -48,6 +48,10 @@ for step in "$@"; do
           [ $r = 0 ] || rc=1
         done
       done ;;
+    bench)
+      # issue 6's harness (bench/), fused kda_pre against the unfused chain and the floor
+      timeout 300 "$B/monokda" bench ${BENCH_ARGS:---shapes 1x1,2x4,8x8,64x1 --reps 50 --no-stages} -o "$OUT/perf.json" \
+        2>&1 | tail -30 | tee -a "$OUT/bench.log"; rc=$((rc | ${PIPESTATUS[0]})) ;;
     ctest)
       (cd "$B" && timeout 580 ctest -L gpu --output-on-failure) 2>&1 | tail -30 | tee -a "$OUT/ctest.log"; rc=$((rc | ${PIPESTATUS[0]})) ;;
     *) echo "unknown step $step"; rc=2 ;;
