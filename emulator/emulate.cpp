@@ -288,7 +288,7 @@ EmulateResult emulate(Prepared& prep, const EmulateOptions& o) {
         bool inside = true;
         for (const auto& c : checks) inside = inside && c.inside;
         env = "envelope (" + std::to_string(prep.envelope->orders.size()) + " reduction orders vs the f64 oracle, step 0): " +
-              (inside ? "every output inside" : "OUTSIDE") + "\n" + format_envelope_checks(checks);
+              (inside ? "every output inside" : "OUTSIDE") + "\n" + format_envelope_checks(checks, *prep.envelope);
         if (!inside && res.verdict == Verdict::PASS) {
             res.verdict = Verdict::OUT_OF_ENVELOPE;
             for (const auto& c : checks)

@@ -108,13 +108,22 @@ std::vector<EnvelopeCheck> check_envelope(const Envelope& env, const TensorFile&
     return out;
 }
 
-std::string format_envelope_checks(const std::vector<EnvelopeCheck>& checks) {
+std::string format_envelope_checks(const std::vector<EnvelopeCheck>& checks, const Envelope& env) {
     std::string s;
-    char line[320];
+    char line[400];
+    std::snprintf(line, sizeof line, "  %-10s %-7s %22s %16s %22s\n", "output", "", "identical (floor)", "row-ulp (bound)",
+                  "rel-L2 (bound)");
+    s += line;
     for (const auto& c : checks) {
-        std::snprintf(line, sizeof line, "  %-10s %-7s identical %8.4f%%  row-ulp %5.2f  rel-L2 %9.3g  max-abs %9.3g%s%s\n",
-                      c.name.c_str(), c.inside ? "inside" : "OUTSIDE", 100 * c.diff.frac_identical, c.diff.max_row_ulp,
-                      c.diff.rel_l2, c.diff.max_abs, c.inside ? "" : "  : ", c.why.c_str());
+        const EnvelopeBound* b = env.find(c.name);
+        const bool state = c.name == "ssm_state";
+        char ulp[40];
+        if (state) std::snprintf(ulp, sizeof ulp, "%16s", "-");
+        else std::snprintf(ulp, sizeof ulp, "%6.2f (%6.2f)", c.diff.max_row_ulp, b ? b->max_row_ulp + env.row_ulp_margin : 0.0);
+        std::snprintf(line, sizeof line, "  %-10s %-7s %9.4f%% (%8.4f%%) %s %9.3g (%9.3g)%s%s\n", c.name.c_str(),
+                      c.inside ? "inside" : "OUTSIDE", 100 * c.diff.frac_identical,
+                      b ? 100 * (b->min_frac_identical - env.identical_margin) : 0.0, ulp, c.diff.rel_l2,
+                      b ? b->max_rel_l2 * (1 + env.rel_margin) : 0.0, c.inside ? "" : "  : ", c.why.c_str());
         s += line;
     }
     return s;

@@ -55,7 +55,7 @@ struct EnvelopeCheck {
 };
 // Distance of `candidate` (an output file's tensors) from the oracle's, against the bounds.
 std::vector<EnvelopeCheck> check_envelope(const Envelope& env, const TensorFile& candidate, const TensorFile& oracle);
-std::string format_envelope_checks(const std::vector<EnvelopeCheck>& checks);
+std::string format_envelope_checks(const std::vector<EnvelopeCheck>& checks, const Envelope& env);
 
 void write_envelope(const std::string& path, const Envelope& env);  // atomic (temp file + rename)
 Envelope read_envelope(const std::string& path);                     // BadInput on a malformed file

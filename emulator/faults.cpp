@@ -23,6 +23,8 @@ const std::vector<FaultInfo>& fault_list() {
          "AMD in-order loads on; the first gemv CTA issues all its groups' weights before polling XRDY"},
         {Fault::wrong_accepted_window, "wrong_accepted_window",
          "request 0's kda tasks take the conv window and initial state at a wrong num_accepted"},
+        {Fault::x_store_off_by_one, "x_store_off_by_one",
+         "attn CTA 1's x store loop starts one column late: the first column of slice 1 is never stored"},
     };
     return list;
 }

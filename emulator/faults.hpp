@@ -21,6 +21,7 @@ enum class Fault {
     too_few_resident,       // launch with one CTA fewer co-resident than the plan needs
     poll_behind_loads,      // (AMD knob on) the first gemv CTA issues every group's weights up front
     wrong_accepted_window,  // request 0's kda tasks use another num_accepted for the conv window and state
+    x_store_off_by_one,     // attn CTA 1's x store loop starts one column late: the slice's first column is never stored
 };
 
 struct FaultInfo {

@@ -845,7 +845,8 @@ private:
         float ms = combine(cta, "Σmixed² of row " + std::to_string(row), split, split, 0);
         float rr = 1.0f / std::sqrt(ms / float(cfg_.D) + float(cfg_.eps));
         const float* mixed = &c.mixed[size_t(row) * size_t(w)];
-        for (int d = d0; d < d0 + w; ++d)
+        const int first = opt_.fault == Fault::x_store_off_by_one && cta == 1 ? d0 + 1 : d0;
+        for (int d = first; d < d0 + w; ++d)
             store_data(cta, SP_X, row, d, bf16::round((mixed[d - d0] * rr) * f(in.input_norm_w[size_t(d)])));
         log_data(cta, SP_X, d0, w);
     }

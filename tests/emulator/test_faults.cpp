@@ -197,3 +197,14 @@ TEST_CASE("a wrong num_accepted window: WRONG_RESULT naming request 0's kda CTA 
         CHECK(contains(r.run.detail, "QK[r 0][h 0]"));
     });
 }
+
+TEST_CASE("an x store loop one column short: STALE_READ after XRDY[slice 1], naming CTA 1") {
+    each_schedule(Fault::x_store_off_by_one, [](const EmulateResult& r, const Plan& plan) {
+        CHECK(r.verdict == Verdict::STALE_READ);
+        CHECK(r.run.entry == plan.xrdy(1));
+        CHECK(named(r, 1));
+        const std::string col = "[col " + std::to_string(plan.params().slice_width) + "]";
+        CHECK(contains(r.run.detail, "read x[row 0]" + col + " after acquiring XRDY[slice 1], but nothing stored it"));
+        CHECK(contains(r.run.detail, "the plan's producer is CTA 1 (attn) ATTN_X(slice 1)"));
+    });
+}

@@ -12,6 +12,8 @@ TEST_CASE("k3 default run") {
     EmulateOptions o;  // the defaults of `monokda emulate`
     Prepared p = prepare(o, 1);
     REQUIRE(p.plan.blocks() == 132);
+    // the parallel fixture generator gives the sequential generator's values (digest from 762017c)
+    CHECK(inputs_digest(p.inputs[0]) == "24fe53dceb957d69");
     EmulateResult r = emulate(p, o);
     INFO(r.report);
     REQUIRE(r.verdict == Verdict::PASS);
