@@ -1,6 +1,7 @@
 // monokda-bench-cpu: the CPU side of issue 6. Times whole `monokda` commands on the production shape
 // (process start to exit, median of repeated runs after one untimed warm-up that fills the page
 // cache), and renders the GPU results (with these) as markdown and SVG on a machine without a GPU.
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -27,11 +28,21 @@ int run_shell(const std::string& cmd) {
     return WEXITSTATUS(st);
 }
 
-double time_shell(const std::string& cmd) {
+double cpu_seconds_of_children() {
+    rusage u{};
+    getrusage(RUSAGE_CHILDREN, &u);
+    return double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + 1e-6 * double(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+}
+
+// Wall seconds of one run; cpu gets the run's user + system seconds (all its threads), which other
+// work on the machine inflates far less than the wall time.
+double time_shell(const std::string& cmd, double* cpu = nullptr) {
+    const double c0 = cpu_seconds_of_children();
     const auto t0 = std::chrono::steady_clock::now();
     const int rc = run_shell(cmd);
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (rc != 0) throw std::runtime_error("command failed (exit " + std::to_string(rc) + "): " + cmd);
+    if (cpu) *cpu = cpu_seconds_of_children() - c0;
     return s;
 }
 
@@ -69,7 +80,11 @@ bench::CpuBenchRow measure(const std::string& what, const std::string& cmd, cons
     r.command = shown;
     r.target_s = target_s;
     time_shell(cmd + " >/dev/null");  // warm-up: page cache, dynamic loading
-    for (int i = 0; i < reps; ++i) r.runs_s.push_back(time_shell(cmd + " >/dev/null"));
+    for (int i = 0; i < reps; ++i) {
+        double cpu = 0;
+        r.runs_s.push_back(time_shell(cmd + " >/dev/null", &cpu));
+        r.cpu_s.push_back(cpu);
+    }
     r.median_s = bench::median(r.runs_s);
     return r;
 }

@@ -381,8 +381,8 @@ struct Rule {
     std::string str() const {
         if (kind == exact) return "bit-exact";
         if (kind == state) return "rel-L2 <= " + fmt(max_rel_l2 * 1e6, 1) + "e-6";
-        return ">= " + fmt(min_identical * 100, 3) + "% identical" + note + ", <= " + fmt(max_row_ulp, 0) +
-               " ulp at row scale";
+        return (min_identical > 0 ? ">= " + fmt(min_identical * 100, 3) + "% identical" + note + ", " : std::string()) +
+               "<= " + fmt(max_row_ulp, 0) + " ulp at row scale";
     }
     bool pass(const TensorDiff& d) const {
         if (d.nan_mismatch) return false;
@@ -495,18 +495,14 @@ int run_unfused_check(const std::vector<CheckCase>& cases, const std::string& pl
         std::vector<bf16> r_prefix, r_blocks, r_x, r_qkv, r_conv, r_o;
         std::vector<float> r_ssm;
         ref::attnres<float>(in, ord, r_prefix, r_blocks, r_x);
-        // x sums 7168 terms three times over; the sequential f32 reference carries its own order's
-        // rounding, so x is held to the reference's envelope (SPEC §5): how far the reference itself
-        // moves under three shuffled orders. The f64 oracle is shown beside it.
-        Rule x_rule{Rule::stage, 1.0, 1.0, 0, " (envelope: reference under shuffle:1..3)"};
-        for (int seed = 1; seed <= 3; ++seed) {
-            std::vector<bf16> p2, b2, x2;
-            ref::attnres<float>(in, ReductionOrder::parse("shuffle:" + std::to_string(seed)), p2, b2, x2);
-            x_rule.min_identical =
-                std::min(x_rule.min_identical, diff_tensors("x", bf_tensor({S, D}, x2), bf_tensor({S, D}, r_x)).frac_identical);
-        }
+        // x sums 7168 terms three times over, and the sequential f32 reference carries that order's
+        // rounding: on the H200 it is 99.81-99.89 % identical to the f64 oracle, while tree-order
+        // sums are 99.99 %. So x is held to the oracle: at least as many bits as the f32 reference
+        // gets right (and <= 1 ulp at row scale from the reference, below).
         std::vector<bf16> o_prefix, o_blocks, o_x;
         ref::attnres<double>(in, ord, o_prefix, o_blocks, o_x);
+        const double ref_vs_oracle = diff_tensors("x", bf_tensor({S, D}, r_x), bf_tensor({S, D}, o_x)).frac_identical;
+        const Rule x_rule{Rule::stage, ref_vs_oracle, 1.0, 0, " of the f64 oracle's x (the f32 reference's own agreement)"};
         const auto r_proj = ref::in_proj<float>(in, ord, g.x);
         const auto r_g1 = ref::f_b<float>(in, ord, g.proj);
         ref::short_conv<float>(in, g.proj, r_qkv, r_conv);
@@ -531,7 +527,8 @@ int run_unfused_check(const std::vector<CheckCase>& cases, const std::string& pl
 
         row("A", "prefix_out", bf_tensor({S, D}, g.prefix_out), bf_tensor({S, D}, r_prefix), kExact);
         row("A", "blocks", bf_tensor({S, 8, D}, g.blocks), bf_tensor({S, 8, D}, r_blocks), kExact);
-        row("A", "x", bf_tensor({S, D}, g.x), bf_tensor({S, D}, r_x), x_rule);
+        row("A", "x vs f64 oracle", bf_tensor({S, D}, g.x), bf_tensor({S, D}, o_x), x_rule);
+        row("A", "x", bf_tensor({S, D}, g.x), bf_tensor({S, D}, r_x), Rule{Rule::stage, 0.0, 1.0});
         row("B", "proj", bf_tensor({S, c.N}, g.proj), bf_tensor({S, c.N}, r_proj), kGemm);
         row("C", "g1", bf_tensor({S, E}, g.g1), bf_tensor({S, E}, r_g1), kStage);
         row("D", "qkv", bf_tensor({S, c.C}, g.qkv), bf_tensor({S, c.C}, r_qkv), kElementwise);
@@ -564,11 +561,11 @@ int run_unfused_check(const std::vector<CheckCase>& cases, const std::string& pl
         for (const auto& [name, g1] : gemm_c) row("C cand.", "g1 " + name, bf_tensor({S, E}, g1), bf_tensor({S, E}, r_g1), kStage);
         for (const auto& [name, pj] : gemm_b) row("B cand.", "proj " + name, bf_tensor({S, c.N}, pj), bf_tensor({S, c.N}, r_proj), kGemm);
 
-        // x against the f64 oracle, the GPU's and the f32 reference's, for information
-        for (const auto& [who, xv] : {std::pair<std::string, const std::vector<bf16>*>{"GPU", &g.x}, {"f32 reference", &r_x}}) {
-            const TensorDiff dx = diff_tensors("x", bf_tensor({S, D}, *xv), bf_tensor({S, D}, o_x));
-            report << "| " << cc.str() << " | A vs f64 oracle | x (" << who << ") | " << fmt(dx.frac_identical * 100, 4)
-                   << " | " << fmt(dx.max_row_ulp, 2) << " | " << dx.max_ulp << " | " << dx.rel_l2 << " | | info |\n";
+        // the f32 reference against the f64 oracle: the bar x is held to above
+        {
+            const TensorDiff dx = diff_tensors("x", bf_tensor({S, D}, r_x), bf_tensor({S, D}, o_x));
+            report << "| " << cc.str() << " | A (f32 reference) | x vs f64 oracle | " << fmt(dx.frac_identical * 100, 4) << " | "
+                   << fmt(dx.max_row_ulp, 2) << " | " << dx.max_ulp << " | " << dx.rel_l2 << " | | info |\n";
         }
         // end to end, for information: how far the chain's reordered sums carry
         const TensorDiff ec = diff_tensors("core_out", bf_tensor({S, E}, g.core_out), bf_tensor({S, E}, e2e.core_out));

@@ -154,7 +154,7 @@ std::vector<TargetCheck> judge_gpu_targets(const PerfRun& run) {
 json cpu_json(const CpuBench& b) {
     json rows = json::array();
     for (const auto& r : b.rows)
-        rows.push_back({{"what", r.what}, {"command", r.command}, {"runs_s", r.runs_s},
+        rows.push_back({{"what", r.what}, {"command", r.command}, {"runs_s", r.runs_s}, {"cpu_s", r.cpu_s},
                         {"median_s", r.measured ? json(r.median_s) : json(nullptr)}, {"target_s", r.target_s},
                         {"note", r.note}});
     return {{"host", b.host}, {"commit", b.commit}, {"date", b.date}, {"cores", b.cores}, {"loadavg", b.loadavg},
@@ -174,6 +174,7 @@ CpuBench cpu_from_json(const json& j) {
             r.what = jr.at("what").get<std::string>();
             r.command = jr.at("command").get<std::string>();
             r.runs_s = jr.at("runs_s").get<std::vector<double>>();
+            r.cpu_s = jr.value("cpu_s", std::vector<double>{});
             r.measured = !jr.at("median_s").is_null();
             r.median_s = r.measured ? jr.at("median_s").get<double>() : 0;
             r.target_s = jr.at("target_s").get<double>();
@@ -192,14 +193,14 @@ std::string cpu_markdown(const CpuBench& b) {
        << "Host " << b.host << " (" << b.cores << " cores), " << b.date << ", commit `" << b.commit << "`"
        << (b.loadavg.empty() ? "" : ", load average at the start " + b.loadavg) << ". "
        << "Wall-clock time of the whole command (process start to exit), median of the runs listed.\n\n"
-       << "| what | command | median s | target s | verdict | runs s |\n|---|---|---|---|---|---|\n";
+       << "| what | command | median s | target s | verdict | runs s | CPU s a run (median) |\n|---|---|---|---|---|---|---|\n";
     for (const auto& r : b.rows) {
         std::string runs;
         for (double v : r.runs_s) runs += (runs.empty() ? "" : " ") + fmt(v, 3);
         os << "| " << r.what << " | `" << r.command << "` | " << (r.measured ? fmt(r.median_s, 3) : "not measured")
            << " | " << fmt(r.target_s, 2) << " | "
-           << (!r.measured ? "NOT MEASURED" : (r.median_s <= r.target_s ? "PASS" : "FAIL")) << " | " << runs
-           << " |\n";
+           << (!r.measured ? "NOT MEASURED" : (r.median_s <= r.target_s ? "PASS" : "FAIL")) << " | " << runs << " | "
+           << (r.cpu_s.empty() ? std::string("–") : fmt(median(r.cpu_s), 3)) << " |\n";
     }
     for (const auto& r : b.rows)
         if (!r.note.empty()) os << "\n- " << r.what << ": " << r.note;
@@ -283,18 +284,35 @@ std::string perf_markdown(const PerfRun& run, const CpuBench* cpu) {
 std::string perf_svg(const PerfRun& run) {
     // µs against S on a log2 axis; one marker a row (R×L split), a line through each S's median
     const double W = 840, H = 470, x0 = 70, x1 = 600, y0 = 410, y1 = 50;
-    double ymax = 1;
+    double ymax = 1, ymin = 1e30;
     int smax = 1;
     for (const auto& r : run.rows) {
         ymax = std::max({ymax, r.unfused_us, r.floor_us, r.fused_us.value_or(0)});
+        ymin = std::min({ymin, r.unfused_us, r.floor_us, r.fused_us.value_or(1e30)});
         smax = std::max(smax, r.S);
     }
+    if (ymin > ymax) ymin = 1;
     const double lmax = std::max(1.0, std::ceil(std::log2(double(smax))));
-    // a round top for the axis
-    const double step = ymax > 200 ? 50 : (ymax > 100 ? 20 : 10);
-    ymax = std::ceil(ymax * 1.05 / step) * step;
+    // µs on a log axis when the series span more than a decade (floor and a slow kernel on one plot)
+    const bool logy = ymax / ymin > 10;
+    std::vector<double> ticks;
+    double ylo = 0, yhi;
+    if (logy) {
+        ylo = std::pow(10.0, std::floor(std::log10(ymin)));
+        yhi = ylo;
+        while (yhi < ymax * 1.05) yhi *= (std::lround(yhi / std::pow(10.0, std::floor(std::log10(yhi) + 1e-9))) == 2 ? 2.5 : 2);  // 1-2-5
+        for (double dec = ylo; dec < yhi * 1.001; dec *= 10)
+            for (double m : {1.0, 2.0, 5.0})
+                if (dec * m <= yhi * 1.001) ticks.push_back(dec * m);
+    } else {
+        const double step = ymax > 200 ? 50 : (ymax > 100 ? 20 : 10);
+        yhi = std::ceil(ymax * 1.05 / step) * step;
+        for (double v = 0; v <= yhi + 1e-9; v += step) ticks.push_back(v);
+    }
     auto X = [&](double s) { return x0 + (x1 - x0) * std::log2(s) / lmax; };
-    auto Y = [&](double us) { return y0 - (y0 - y1) * us / ymax; };
+    auto Y = [&](double us) {
+        return logy ? y0 - (y0 - y1) * std::log10(us / ylo) / std::log10(yhi / ylo) : y0 - (y0 - y1) * us / yhi;
+    };
 
     struct Series { const char* name; const char* color; const char* dash; int which; };
     const Series series[] = {{"floor (bytes / copy bandwidth)", "#555555", "6,4", 0},
@@ -315,7 +333,7 @@ std::string perf_svg(const PerfRun& run) {
        << "<text x=\"" << x0 << "\" y=\"38\" fill=\"#555\">" << run.date << ", commit " << run.commit.substr(0, 12)
        << ", copy " << fmt(run.copy_tb_s, 2) << " TB/s, " << run.sets << " rotating sets</text>\n";
     // axes and grid
-    for (double v = 0; v <= ymax + 1e-9; v += step)
+    for (double v : ticks)
         os << "<line x1=\"" << x0 << "\" y1=\"" << Y(v) << "\" x2=\"" << x1 << "\" y2=\"" << Y(v)
            << "\" stroke=\"#e4e4e4\"/><text x=\"" << x0 - 8 << "\" y=\"" << Y(v) + 4 << "\" text-anchor=\"end\">"
            << fmt(v, 0) << "</text>\n";
@@ -327,7 +345,7 @@ std::string perf_svg(const PerfRun& run) {
        << "<line x1=\"" << x0 << "\" y1=\"" << y0 << "\" x2=\"" << x0 << "\" y2=\"" << y1 << "\" stroke=\"black\"/>\n"
        << "<text x=\"" << (x0 + x1) / 2 << "\" y=\"" << y0 + 40 << "\" text-anchor=\"middle\">S = R·L rows (log scale)</text>\n"
        << "<text x=\"20\" y=\"" << (y0 + y1) / 2 << "\" transform=\"rotate(-90 20 " << (y0 + y1) / 2
-       << ")\" text-anchor=\"middle\">µs per step (median)</text>\n";
+       << ")\" text-anchor=\"middle\">µs per step (median" << (logy ? ", log scale" : "") << ")</text>\n";
     int legend = 0;
     for (const auto& s : series) {
         std::map<int, std::vector<double>> by_s;

@@ -59,6 +59,7 @@ std::vector<TargetCheck> judge_gpu_targets(const PerfRun& run);
 struct CpuBenchRow {
     std::string what, command;
     std::vector<double> runs_s;
+    std::vector<double> cpu_s;  // user + system seconds of each run (all threads)
     double median_s = 0, target_s = 0;
     std::string note;  // e.g. why it was not measured
     bool measured = true;

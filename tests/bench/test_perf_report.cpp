@@ -120,16 +120,19 @@ TEST_CASE("CPU results: median, verdicts, round trip") {
     b.commit = "c";
     b.date = "d";
     b.cores = 2;
-    CpuBenchRow fast{"reference", "monokda reference", {0.4, 0.45, 0.42}, 0.42, 0.5, "", true};
-    CpuBenchRow slow{"emulator", "monokda emulate", {2.5}, 2.5, 2.0, "", true};
-    CpuBenchRow absent{"other", "x", {}, 0, 2.0, "not measured: absent", false};
+    CpuBenchRow fast{"reference", "monokda reference", {0.4, 0.45, 0.42}, {0.7, 0.9, 0.8}, 0.42, 0.5, "", true};
+    CpuBenchRow slow{"emulator", "monokda emulate", {2.5}, {4.75}, 2.5, 2.0, "", true};
+    CpuBenchRow absent{"other", "x", {}, {}, 0, 2.0, "not measured: absent", false};
     b.rows = {fast, slow, absent};
     const std::string md = cpu_markdown(b);
     CHECK(md.find("| PASS |") != std::string::npos);
     CHECK(md.find("| FAIL |") != std::string::npos);
     CHECK(md.find("NOT MEASURED") != std::string::npos);
+    CHECK(md.find("| 0.800 |") != std::string::npos);  // the CPU-seconds column: median of the runs
+    CHECK(md.find("| 4.750 |") != std::string::npos);
     const CpuBench c = cpu_from_json(cpu_json(b));
     REQUIRE(c.rows.size() == 3);
     CHECK(c.rows[0].median_s == 0.42);
+    CHECK(c.rows[0].cpu_s == std::vector<double>{0.7, 0.9, 0.8});
     CHECK_FALSE(c.rows[2].measured);
 }
