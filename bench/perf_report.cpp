@@ -242,11 +242,14 @@ std::string perf_markdown(const PerfRun& run, const CpuBench* cpu) {
                << (!t.measured ? "NOT MEASURED" : (t.pass ? "PASS" : "FAIL")) << " |\n";
     }
 
-    os << "\n## Where the unfused chain's time goes\n\n"
+    bool stages = false;
+    for (const auto& r : run.rows) stages |= r.alone_us[0] > 0;
+    if (stages) os << "\n## Where the unfused chain's time goes\n\n"
        << "Per stage: the stage alone in its own graph (same rotation), the achieved bandwidth of that alone "
           "time over the stage's own bytes (bench/step_floor.cpp), and the chain minus the chain without "
           "the stage (what the stage adds in place, launch gap included).\n\n"
        << "| R | L | S | stage | alone µs | GB/s alone | chain − without µs |\n|---|---|---|---|---|---|---|\n";
+    if (!stages) os << "\n(per-stage variants not measured in this run)\n";
     for (const auto& r : run.rows) {
         if (r.alone_us[0] == 0) continue;
         for (int i = 0; i < 6; ++i)

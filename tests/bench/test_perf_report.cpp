@@ -111,6 +111,16 @@ TEST_CASE("markdown and SVG say what was not measured, never a number for it") {
     CHECK(svg2.find("fused kda_pre (not measured)") != std::string::npos);
 }
 
+TEST_CASE("markdown leaves out the stage table of a run without stage variants") {
+    PerfRun run = make_run();
+    CHECK(perf_markdown(run).find("Where the unfused chain's time goes") != std::string::npos);
+    for (auto& r : run.rows)
+        for (int i = 0; i < 6; ++i) r.alone_us[i] = 0;
+    const std::string md = perf_markdown(run);
+    CHECK(md.find("Where the unfused chain's time goes") == std::string::npos);
+    CHECK(md.find("per-stage variants not measured in this run") != std::string::npos);
+}
+
 TEST_CASE("CPU results: median, verdicts, round trip") {
     CHECK(median({3.0, 1.0, 2.0}) == 2.0);
     CHECK(median({4.0, 1.0, 2.0, 3.0}) == 2.5);
