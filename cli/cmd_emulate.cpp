@@ -92,7 +92,6 @@ int cmd_emulate(const Args& args) {
     if (!o.envelope_in.empty() || o.envelope_orders >= 0)
         std::cout << "prepared: fixture " << prep.seconds_fixture << " s, reference " << prep.seconds_reference
                   << " s, oracle + envelope " << prep.seconds_envelope << " s\n";
-    if (!env_out.empty() && prep.envelope) write_envelope(env_out, *prep.envelope);
 
     if (sweep > 0) {
         std::vector<Verdict> verdicts(static_cast<size_t>(sweep));
@@ -110,6 +109,7 @@ int cmd_emulate(const Args& args) {
             tokens[size_t(i)] = r.token;
             steps_taken[size_t(i)] = r.run.sched_steps;
         }
+        if (!env_out.empty() && prep.envelope) write_envelope(env_out, *prep.envelope);  // after the runs: bad input writes nothing
         std::map<std::string, int> count;
         for (int i = 0; i < sweep; ++i) {
             count[to_string(verdicts[size_t(i)])]++;
@@ -131,6 +131,10 @@ int cmd_emulate(const Args& args) {
 
     EmulateResult r = emulate(prep, o);
     std::cout << r.report;
+    if (!env_out.empty() && prep.envelope) {
+        write_envelope(env_out, *prep.envelope);
+        std::cout << "wrote " << env_out << "\n";
+    }
     if (!timeline.empty()) {
         write_timeline(timeline, r.plan, r.run, "monokda emulate " + r.token + " : " + to_string(r.verdict));
         std::cout << "wrote " << timeline << "\n";

@@ -1079,6 +1079,10 @@ MachineResult run_machine(const Plan& plan, const std::vector<StepInputs>& input
             in.cfg.H != plan.config().H || in.cfg.K != plan.config().K || in.cfg.nb != plan.config().nb ||
             in.cfg.L != plan.config().L)
             bad_input("emulate: the inputs' config does not match the plan's");
+    if (opt.schedule.kind == Schedule::delay && !opt.schedule.delay_role &&
+        (opt.schedule.cta < 0 || opt.schedule.cta >= plan.blocks()))
+        bad_input("--schedule delay:cta:" + std::to_string(opt.schedule.cta) + " names no CTA of the plan (0.." +
+                  std::to_string(plan.blocks() - 1) + ")");
     Machine m(plan, opt, r);
     uint32_t e = opt.epoch_start == 0 ? 1 : opt.epoch_start;
     const uint32_t first = e;

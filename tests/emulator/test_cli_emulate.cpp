@@ -75,11 +75,12 @@ TEST_CASE("outputs, envelope and timeline files; a fixture file as input") {
 
 TEST_CASE("bad input exits 2 and writes nothing") {
     TempDir dir("emulate_bad");
-    const std::string out = dir / "o.safetensors", svg = dir / "t.svg";
+    const std::string out = dir / "o.safetensors", svg = dir / "t.svg", env = dir / "env.json";
     const std::vector<std::vector<std::string>> bad = {
         {"--config", "huge"},
         {"--config", "small", "--schedule", "fifo"},
         {"--config", "small", "--schedule", "pct:0"},
+        {"--config", "small", "--schedule", "delay:cta:24"},
         {"--config", "small", "--inject", "cosmic_ray"},
         {"--config", "small", "--steps", "0"},
         {"--config", "small", "--steps", "65"},
@@ -100,8 +101,10 @@ TEST_CASE("bad input exits 2 and writes nothing") {
     for (const auto& a : bad) {
         std::vector<std::string> args{"emulate"};
         args.insert(args.end(), a.begin(), a.end());
-        args.insert(args.end(), {"-o", out, "--timeline", svg});
-        if (a.size() > 2 && a[2] == "--sweep") args.resize(args.size() - 2);
+        auto has = [&](const char* o) { return std::find(a.begin(), a.end(), o) != a.end(); };
+        if (!has("--sweep")) args.insert(args.end(), {"-o", out});
+        if (!has("--timeline")) args.insert(args.end(), {"--timeline", svg});
+        if (!has("--no-envelope")) args.insert(args.end(), {"--envelope-out", env});
         CliResult r = run_cli(args);
         std::string cmd;
         for (const auto& s : args) cmd += s + " ";
@@ -110,6 +113,7 @@ TEST_CASE("bad input exits 2 and writes nothing") {
         CHECK(contains(r.out, "error"));
         CHECK_FALSE(std::filesystem::exists(out));
         CHECK_FALSE(std::filesystem::exists(svg));
+        CHECK_FALSE(std::filesystem::exists(env));
     }
 }
 
