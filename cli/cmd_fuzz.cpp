@@ -1,5 +1,7 @@
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
+#include <sstream>
 
 #include "cli/options.hpp"
 #include "fuzz/checks.hpp"
@@ -13,9 +15,11 @@ namespace {
 
 void list_all(std::ostream& os) {
     os << "targets:\n";
-    for (const auto& t : props::target_registry())
+    for (const auto& t : props::target_registry()) {
+        const std::string why = t.unavailable();
         os << "  " << t.name << std::string(12 - std::min<size_t>(11, t.name.size()), ' ') << t.summary
-           << (t.make ? "" : "  [not in this build: " + t.missing + "]") << "\n";
+           << (why.empty() ? "" : "  [not available: " + why + "]") << "\n";
+    }
     os << "checks (every case runs reference-stages for non-reference targets, oracle on unit-scale steps, and "
           "every property):\n";
     os << "  reference-stages    teacher-forced: each reference stage fed the target's own hand-offs (SPEC §5)\n";
@@ -33,7 +37,7 @@ void list_all(std::ostream& os) {
 
 int cmd_fuzz(const Args& args) {
     po::options_description opts("monokda fuzz");
-    std::string target_name, config, plant, order, replay_file, check, out_dir, per_case;
+    std::string target_name, config, plant, order, replay_file, check, out_dir, per_case, only;
     long iters = 0;
     double seconds = 0, shrink_seconds = 120;
     uint64_t seed = 1, check_seed = 0;
@@ -50,6 +54,8 @@ int cmd_fuzz(const Args& args) {
          "properties that rerun the target, per case: all, or N (each case takes the next N in turn)")
         ("plant", po::value(&plant), "fuzz the reference with a planted bug instead of --target (see --list)")
         ("order", po::value(&order), "reference target only: its reduction order (sequential | pairwise | split:P | shuffle:S)")
+        ("only", po::value(&only), "run only these checks (comma-separated names, see --list)")
+        ("keep-going", "run on after a failure; the first failing case of each check is shrunk and written")
         ("no-shrink", "write the failing case as found")
         ("shrink-time", po::value(&shrink_seconds)->default_value(120), "shrinking budget in seconds")
         ("quiet", "no progress line")
@@ -108,16 +114,26 @@ int cmd_fuzz(const Args& args) {
     }
     fo.out_dir = out_dir;
     fo.shrink = !vm.count("no-shrink");
+    fo.keep_going = vm.count("keep-going") > 0;
+    {
+        std::stringstream ss(only);
+        for (std::string n; std::getline(ss, n, ',');) {
+            if (n.empty()) continue;
+            const auto names = fuzz::all_check_names();
+            if (std::find(names.begin(), names.end(), n) == names.end())
+                bad_input("--only: unknown check '" + n + "' (see monokda fuzz --list)");
+            fo.only.push_back(n);
+        }
+    }
     fo.shrink_seconds = shrink_seconds;
     fo.target_args = target_args + (config != "small" ? " --config " + config : "");
     fo.progress = !vm.count("quiet");
     Config::preset(config);  // a bad preset is bad input before any case runs
     const fuzz::FuzzReport rep = fuzz::run_fuzz(target, fo, std::cerr);
-    std::cout << (rep.failure ? "FAILED" : "passed") << ": " << rep.cases << " cases, " << (rep.failure ? 1 : 0)
-              << " failure(s)";
-    if (rep.failure) std::cout << "\nreplay: " << rep.failure->replay;
-    std::cout << "\n";
-    return rep.failure ? 1 : 0;
+    std::cout << (rep.failures.empty() ? "passed" : "FAILED") << ": " << rep.cases << " cases, " << rep.failed_cases
+              << " failing\n";
+    for (const auto& f : rep.failures) std::cout << "replay: " << f.replay << "\n";
+    return rep.failures.empty() ? 0 : 1;
 }
 
 }  // namespace monokda::cli

@@ -3,6 +3,7 @@
 #include <omp.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -42,8 +43,25 @@ struct Shared {
     std::string current;  // shape of the latest case, for the progress line
     std::map<std::string, std::array<long, 3>> verdicts;
     std::map<std::string, double> seconds;
-    std::optional<FuzzFailure> failure;
+    std::atomic<long> failed{0};
+    std::map<std::string, FuzzFailure> first_failure;  // by check
 };
+
+// Keeps the lowest-index failure of each check; stops the run unless keep_going.
+void record_failure(Shared& sh, const FuzzOptions& opt, long i, uint64_t cs, const CaseShape& shape, const Verdict& v) {
+    ++sh.failed;
+    std::lock_guard<std::mutex> lock(sh.mu);
+    auto it = sh.first_failure.find(v.check);
+    if (it == sh.first_failure.end() || it->second.case_index > i) {
+        FuzzFailure f;
+        f.case_index = i;
+        f.case_seed = cs;
+        f.shape = shape;
+        f.verdict = v;
+        sh.first_failure[v.check] = f;
+    }
+    if (!opt.keep_going) sh.stop = true;
+}
 
 void worker(const props::Target& target, const FuzzOptions& opt, const Config& preset, Clock::time_point t0, Shared& sh) {
     // The workers are the parallelism. A case is small: an OpenMP team inside it costs more in
@@ -71,36 +89,19 @@ void worker(const props::Target& target, const FuzzOptions& opt, const Config& p
             ++sh.rejected;
             continue;
         } catch (const props::TargetFailure& e) {
-            std::lock_guard<std::mutex> lock(sh.mu);
-            if (!sh.failure || sh.failure->case_index > i) {
-                FuzzFailure f;
-                f.case_index = i;
-                f.case_seed = cs;
-                f.shape = shape;
-                f.verdict = Verdict{Verdict::FAIL, "target-run", e.what()};
-                sh.failure = f;
-            }
-            sh.stop = true;
-            break;
+            record_failure(sh, opt, i, cs, shape, Verdict{Verdict::FAIL, "target-run", e.what()});
+            ++sh.cases;
+            continue;
         }
         secs["(base run)"] += since(tc);
         for (const std::string& name : case_checks(target, i, opt.properties_per_case)) {
+            if (!opt.only.empty() && std::find(opt.only.begin(), opt.only.end(), name) == opt.only.end()) continue;
             tc = Clock::now();
             const Verdict v = run_check(name, target, in, out, cs);
             secs[name] += since(tc);
             ++counts[name][size_t(v.kind)];
-            if (v.kind != Verdict::FAIL) continue;
-            std::lock_guard<std::mutex> lock(sh.mu);
-            if (!sh.failure || sh.failure->case_index > i) {
-                FuzzFailure f;
-                f.case_index = i;
-                f.case_seed = cs;
-                f.shape = shape;
-                f.verdict = v;
-                sh.failure = f;
-            }
-            sh.stop = true;
-            break;
+            if (v.kind == Verdict::FAIL) record_failure(sh, opt, i, cs, shape, v);
+            if (sh.stop) break;
         }
         ++sh.cases;
     }
@@ -131,8 +132,8 @@ FuzzReport run_fuzz(const props::Target& target, const FuzzOptions& opt, std::os
             cur = sh.current;
         }
         char buf[160];
-        snprintf(buf, sizeof buf, "fuzz %s/%s: %ld cases, %.1f cases/s, %d failures, %ld rejected | ", target.name.c_str(),
-                 opt.config.c_str(), sh.cases.load(), el > 0 ? double(sh.cases) / el : 0.0, sh.failure ? 1 : 0,
+        snprintf(buf, sizeof buf, "fuzz %s/%s: %ld cases, %.1f cases/s, %ld failures, %ld rejected | ", target.name.c_str(),
+                 opt.config.c_str(), sh.cases.load(), el > 0 ? double(sh.cases) / el : 0.0, sh.failed.load(),
                  sh.rejected.load());
         return std::string(buf) + cur;
     };
@@ -177,39 +178,50 @@ FuzzReport run_fuzz(const props::Target& target, const FuzzOptions& opt, std::os
     snprintf(rate, sizeof rate, "%ld cases in %.1f s: %.0f cases/min on %d worker(s)\n", rep.cases, rep.seconds,
              rep.seconds > 0 ? 60.0 * double(rep.cases) / rep.seconds : 0.0, jobs);
     log << rate;
-    if (!sh.failure) return rep;
-
-    FuzzFailure f = *sh.failure;
-    log << "FAIL " << f.verdict.check << " on case " << f.case_index << " (seed " << f.case_seed << ", " << f.shape.str()
-        << "):\n  " << f.verdict.detail << "\n";
-    const StepInputs original = build_case(f.shape);
-    f.nonzero_before = nonzero_inputs(original);
-    std::filesystem::create_directories(opt.out_dir);
-    const std::string stem = opt.out_dir + "/" + file_safe(target.name) + "-" + f.verdict.check + "-case" +
-                             std::to_string(f.case_index);
-    f.original_path = stem + "-original.safetensors";
-    write_safetensors(f.original_path, original.to_file());
-    StepInputs minimal = original;
-    if (opt.shrink) {
-        log << "shrinking (" << step_summary(original) << ", " << f.nonzero_before << " non-zero inputs)...\n" << std::flush;
-        f.shrunk = shrink_failure(target, f.verdict.check, f.case_seed, original, opt.shrink_seconds);
-        minimal = f.shrunk.in;
-        for (const auto& s : f.shrunk.steps) log << "  " << s << "\n";
-        log << "shrunk in " << f.shrunk.taken << " of " << f.shrunk.tried << " tries"
-            << (f.shrunk.timed_out ? " (time limit reached)" : "") << "\n";
+    rep.failed_cases = sh.failed;
+    // Shrinking runs here, serially, on steps that soon get small: one thread, as in the workers.
+    struct OmpThreads {
+        int saved = omp_get_max_threads();
+        OmpThreads() { omp_set_num_threads(1); }
+        ~OmpThreads() { omp_set_num_threads(saved); }
+    } one_thread;
+    std::vector<FuzzFailure> found;
+    for (const auto& [check, f] : sh.first_failure) found.push_back(f);
+    std::sort(found.begin(), found.end(), [](const FuzzFailure& a, const FuzzFailure& b) { return a.case_index < b.case_index; });
+    for (FuzzFailure f : found) {
+        log << "FAIL " << f.verdict.check << " on case " << f.case_index << " (seed " << f.case_seed << ", "
+            << f.shape.str() << "):\n  " << f.verdict.detail << "\n";
+        const StepInputs original = build_case(f.shape);
+        f.nonzero_before = nonzero_inputs(original);
+        std::filesystem::create_directories(opt.out_dir);
+        const std::string stem = opt.out_dir + "/" + file_safe(target.name) + "-" + f.verdict.check + "-case" +
+                                 std::to_string(f.case_index);
+        f.original_path = stem + "-original.safetensors";
+        write_safetensors(f.original_path, original.to_file());
+        StepInputs minimal = original;
+        if (opt.shrink) {
+            log << "shrinking (" << step_summary(original) << ", " << f.nonzero_before << " non-zero inputs)...\n"
+                << std::flush;
+            f.shrunk = shrink_failure(target, f.verdict.check, f.case_seed, original, opt.shrink_seconds);
+            minimal = f.shrunk.in;
+            for (const auto& st : f.shrunk.steps) log << "  " << st << "\n";
+            log << "shrunk in " << f.shrunk.taken << " of " << f.shrunk.tried << " tries"
+                << (f.shrunk.timed_out ? " (time limit reached)" : "") << "\n";
+        }
+        f.nonzero_after = nonzero_inputs(minimal);
+        f.final_verdict = run_target_and_check(f.verdict.check, target, minimal, f.case_seed);
+        f.fixture_path = stem + ".safetensors";
+        write_safetensors(f.fixture_path, minimal.to_file());
+        f.replay = "monokda fuzz " + opt.target_args + " --replay " + f.fixture_path + " --check " + f.verdict.check +
+                   " --check-seed " + std::to_string(f.case_seed);
+        log << "minimal case: " << step_summary(minimal) << ", " << f.nonzero_after << " non-zero inputs (was "
+            << f.nonzero_before << ")\n"
+            << "  " << to_string(f.final_verdict.kind) << " " << f.final_verdict.check << ": " << f.final_verdict.detail
+            << "\n"
+            << "wrote " << f.fixture_path << " (original: " << f.original_path << ")\n"
+            << "replay: " << f.replay << "\n";
+        rep.failures.push_back(f);
     }
-    f.nonzero_after = nonzero_inputs(minimal);
-    f.final_verdict = run_target_and_check(f.verdict.check, target, minimal, f.case_seed);
-    f.fixture_path = stem + ".safetensors";
-    write_safetensors(f.fixture_path, minimal.to_file());
-    f.replay = "monokda fuzz " + opt.target_args + " --replay " + f.fixture_path + " --check " + f.verdict.check +
-               " --check-seed " + std::to_string(f.case_seed);
-    log << "minimal case: " << step_summary(minimal) << ", " << f.nonzero_after << " non-zero inputs (was "
-        << f.nonzero_before << ")\n"
-        << "  " << to_string(f.final_verdict.kind) << " " << f.final_verdict.check << ": " << f.final_verdict.detail << "\n"
-        << "wrote " << f.fixture_path << " (original: " << f.original_path << ")\n"
-        << "replay: " << f.replay << "\n";
-    rep.failure = f;
     return rep;
 }
 

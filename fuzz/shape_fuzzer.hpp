@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <iosfwd>
 #include <map>
-#include <optional>
+#include <vector>
 #include <string>
 
 #include "fuzz/case_gen.hpp"
@@ -22,6 +22,8 @@ struct FuzzOptions {
     int jobs = 0;                     // worker threads; 0 = one a core
     std::string out_dir = "fuzz-failures";
     int properties_per_case = 0;      // properties that rerun the target, per case, in turn; 0: all
+    std::vector<std::string> only;    // non-empty: run only these checks (names as all_check_names())
+    bool keep_going = false;          // false: stop at the first failure; true: run on, keep the first of each check
     bool shrink = true;
     double shrink_seconds = 120;
     std::string target_args = "--target reference";  // how the replay line names the target
@@ -40,17 +42,19 @@ struct FuzzFailure {
 };
 
 struct FuzzReport {
-    long cases = 0;     // cases whose every check ran
+    long cases = 0;     // cases whose every check ran (or that failed)
     long rejected = 0;  // cases the target refused (BadInput), e.g. a shape a GPU build does not support
     double seconds = 0;
     std::map<std::string, std::array<long, 3>> verdicts;  // per check: PASS, FAIL, SKIP counts
     std::map<std::string, double> check_seconds;          // per check (plus "base run"): CPU time spent
-    std::optional<FuzzFailure> failure;
+    long failed_cases = 0;
+    std::vector<FuzzFailure> failures;  // the first failing case of each check, shrunk and written
 };
 
 uint64_t case_seed(uint64_t seed, long index);
 
-// Runs until iters cases, `seconds`, or the first failure. Progress and the summary go to log.
+// Runs until iters cases, `seconds`, or the first failure (unless keep_going). Progress and the
+// summary go to log.
 FuzzReport run_fuzz(const props::Target& target, const FuzzOptions& opt, std::ostream& log);
 
 // Loads a written fixture and runs one check on it.

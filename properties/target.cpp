@@ -6,6 +6,9 @@
 #ifdef MONOKDA_PROPERTIES_EMULATOR
 #include "properties/target_emulator.hpp"
 #endif
+#ifdef MONOKDA_PROPERTIES_GPU
+#include "properties/target_gpu.hpp"
+#endif
 
 namespace monokda::props {
 
@@ -19,19 +22,23 @@ Target reference_target(const std::string& order) {
 }
 
 const std::vector<TargetEntry>& target_registry() {
+    auto available = [] { return std::string(); };
+    auto lacking = [](const char* why) { return [why] { return std::string(why); }; };
     static const std::vector<TargetEntry> table = {
-        {"reference", "the f32 original path (SPEC §3), sequential reduction order",
-         [] { return reference_target(); }, ""},
+        {"reference", "the f32 original path (SPEC §3), sequential reduction order", [] { return reference_target(); },
+         available},
 #ifdef MONOKDA_PROPERTIES_EMULATOR
-        {"emulator", "the kernel's CTA plan executed on CPU threads over modelled mailboxes",
-         [] { return emulator_target(); }, ""},
+        {"emulator", "the kernel's CTA plan executed on the CPU over modelled mailboxes", emulator_target, available},
 #else
-        {"emulator", "the kernel's CTA plan executed on CPU threads", {},
-         "this build has no emulator library (emulator/ was not built)"},
+        {"emulator", "the kernel's CTA plan executed on the CPU over modelled mailboxes", {},
+         lacking("this build has no emulator library (emulator/ was not built)")},
 #endif
-        // The GPU seam: a build with a GPU backend adds its entry here the same way the emulator does.
-        {"gpu", "the kda_pre kernel on the GPU", {},
-         "this build has no GPU backend (configure with -DMONOKDA_CUDA=ON on a machine with a GPU and nvcc)"},
+#ifdef MONOKDA_PROPERTIES_GPU
+        {"gpu", "the kda_pre kernel on the GPU (production shape only)", gpu_target, gpu_unavailable},
+#else
+        {"gpu", "the kda_pre kernel on the GPU (production shape only)", {},
+         lacking("this build has no GPU backend (configure with -DMONOKDA_CUDA=ON on a machine with a GPU and nvcc)")},
+#endif
     };
     return table;
 }
@@ -40,7 +47,8 @@ Target make_target(const std::string& name) {
     std::string known;
     for (const auto& e : target_registry()) {
         if (e.name == name) {
-            if (!e.make) bad_input("target '" + name + "' is not available: " + e.missing);
+            const std::string why = e.unavailable();
+            if (!why.empty()) bad_input("target '" + name + "' is not available: " + why);
             return e.make();
         }
         known += (known.empty() ? "" : ", ") + e.name;

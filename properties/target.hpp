@@ -35,13 +35,14 @@ struct Target {
 struct TargetEntry {
     std::string name;
     std::string summary;
-    std::function<Target()> make;  // empty when this build cannot provide the target
-    std::string missing;           // why it is not in this build (shown by --target NAME)
+    std::function<Target()> make;
+    std::function<std::string()> unavailable;  // "" when this build and machine can run it, else why not
 };
 
-// Every target this build knows of, including those it cannot run (make is empty, missing says why).
+// Every target this build knows of, including those it cannot run here.
 const std::vector<TargetEntry>& target_registry();
-// BadInput for an unknown name, or for a known target this build lacks (e.g. gpu without a GPU backend).
+// BadInput for an unknown name, or for a known target this build or machine cannot run (e.g. gpu
+// without a GPU backend).
 Target make_target(const std::string& name);
 // The f32 reference with a given reduction order ("sequential" is the reference itself).
 Target reference_target(const std::string& order = "sequential");

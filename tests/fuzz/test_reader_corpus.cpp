@@ -80,14 +80,14 @@ TEST_CASE("valid seeds are accepted, malformed seeds rejected with a message") {
 TEST_CASE("every truncation and single-byte corruption of a valid seed is handled") {
     const auto files = corpus();
     const std::vector<uint8_t>& good = files.at("valid-sd-R2-L2.safetensors");
-    for (size_t n = 0; n < good.size(); n += 7) {
+    for (size_t n = 0; n < good.size(); n += 23) {
         const ReaderVerdict v = check_fixture_bytes(good.data(), n);
         INFO("prefix of " << n << " bytes");
         CHECK(v.kind == ReaderVerdict::REJECTED);
     }
     std::vector<uint8_t> b = good;
     int accepted = 0, rejected = 0;
-    for (size_t i = 0; i < b.size(); i += 3) {
+    for (size_t i = 0; i < b.size(); i += 11) {
         const uint8_t keep = b[i];
         b[i] = uint8_t(keep ^ 0x5a);
         (check_fixture_bytes(b.data(), b.size()).kind == ReaderVerdict::ACCEPTED ? accepted : rejected)++;

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "core/safetensors.hpp"
@@ -93,7 +94,7 @@ TEST_CASE("the reference passes a short fuzz run") {
     std::ostringstream log;
     const fuzz::FuzzReport rep = fuzz::run_fuzz(props::make_target("reference"), o, log);
     INFO(log.str());
-    CHECK(!rep.failure);
+    CHECK(rep.failures.empty());
     CHECK(rep.cases == 8);
     CHECK(rep.verdicts.at("determinism")[0] == 8);
 }
@@ -111,8 +112,8 @@ TEST_CASE("a planted bug is found, shrunk to S <= 4 with small dims, written and
         const props::Target bad = props::planted_target(bug);
         const fuzz::FuzzReport rep = fuzz::run_fuzz(bad, o, log);
         INFO(bug << "\n" << log.str());
-        REQUIRE(rep.failure);
-        const fuzz::FuzzFailure& f = *rep.failure;
+        REQUIRE(rep.failures.size() == 1);
+        const fuzz::FuzzFailure& f = rep.failures[0];
         const StepInputs small = StepInputs::from_file(read_safetensors(f.fixture_path));
         CHECK(small.cfg.S() <= 4);
         CHECK(small.cfg.D <= 16);
@@ -126,6 +127,48 @@ TEST_CASE("a planted bug is found, shrunk to S <= 4 with small dims, written and
               props::Verdict::PASS);
         CHECK(f.replay.find(std::string("--plant ") + bug) != std::string::npos);
     }
+}
+
+TEST_CASE("a property failure alone is shrunk too (the bug the teacher-forced check cannot see)") {
+    // first-request-eps changes request 0 only; with only the permutation property checked, the
+    // smallest failing step needs two requests
+    fuzz::FuzzOptions o;
+    o.iters = 20;
+    o.seed = 2;
+    o.jobs = 1;
+    o.progress = false;
+    o.only = {"permutation"};
+    o.out_dir = scratch("only").string();
+    std::ostringstream log;
+    const fuzz::FuzzReport rep = fuzz::run_fuzz(props::planted_target("first-request-eps"), o, log);
+    INFO(log.str());
+    REQUIRE(rep.failures.size() == 1);
+    const StepInputs small = StepInputs::from_file(read_safetensors(rep.failures[0].fixture_path));
+    CHECK(rep.failures[0].verdict.check == "permutation");
+    CHECK(small.cfg.R == 2);
+    CHECK(small.cfg.L == 1);
+    CHECK(small.cfg.D <= 16);
+    CHECK(rep.verdicts.count("reference-stages") == 0);
+}
+
+TEST_CASE("keep-going records the first failing case of every check that fails") {
+    fuzz::FuzzOptions o;
+    o.iters = 6;
+    o.seed = 4;
+    o.jobs = 2;
+    o.progress = false;
+    o.keep_going = true;
+    o.shrink = false;
+    o.out_dir = scratch("keep").string();
+    std::ostringstream log;
+    const fuzz::FuzzReport rep = fuzz::run_fuzz(props::planted_target("gate-sign"), o, log);
+    INFO(log.str());
+    CHECK(rep.cases == 6);
+    std::set<std::string> checks;
+    for (const auto& f : rep.failures) checks.insert(f.verdict.check);
+    CHECK(checks.count("reference-stages") == 1);
+    CHECK(checks.count("gate-bounds") == 1);
+    CHECK(rep.failed_cases >= 6);
 }
 
 TEST_CASE("monokda fuzz: planted bug end to end, replay line, bad input") {
@@ -143,12 +186,14 @@ TEST_CASE("monokda fuzz: planted bug end to end, replay line, bad input") {
     CHECK(slurp(dir / "replay.txt").rfind("FAIL ", 0) == 0);
 
     CHECK(run_cli("fuzz --target gpu --iters 1", log) == 2);
-    CHECK(slurp(log).find("no GPU backend") != std::string::npos);
+    CHECK(slurp(log).find("GPU backend") != std::string::npos);
     CHECK(run_cli("fuzz --target nope --iters 1", log) == 2);
     CHECK(run_cli("fuzz --plant nope --iters 1", log) == 2);
     CHECK(run_cli("fuzz --iters 0", log) == 2);
     CHECK(run_cli("fuzz --config k4 --iters 1", log) == 2);
     CHECK(run_cli("fuzz --replay " + (dir / "missing.safetensors").string() + " --check determinism --check-seed 1", log) == 2);
+    CHECK(run_cli("fuzz --only nope --iters 1", log) == 2);
+    CHECK(run_cli("fuzz --properties 0 --iters 1", log) == 2);
     CHECK(run_cli("fuzz --list", log) == 0);
     CHECK(slurp(log).find("beta-zero-decay") != std::string::npos);
 }
