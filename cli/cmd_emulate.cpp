@@ -36,7 +36,9 @@ int cmd_emulate(const Args& args) {
         ("output,o", po::value(&out), "write the emulated outputs of the last step (safetensors)")
         ("envelope-out", po::value(&env_out), "write the reduction-order envelope (JSON, docs/emulator.md)")
         ("envelope-in", po::value(&env_in), "use a saved envelope instead of measuring one")
-        ("envelope-orders", po::value(&orders)->default_value(0), "reduction orders in the envelope (default 8 for k3, 12 otherwise)")
+        ("envelope-orders", po::value(&orders)->default_value(0),
+         "measure the envelope with N reduction orders (default: the built-in envelope of a built-in fixture if "
+         "there is one, else 8 for k3-sized fixtures, 12 otherwise)")
         ("no-envelope", "skip the envelope check")
         ("sweep", po::value(&sweep)->default_value(0), "run N schedules (alternately random and pct, seeds SEED..) and summarise")
         ("replay", po::value(&replay), "re-run the run a report's replay token names");
@@ -91,7 +93,7 @@ int cmd_emulate(const Args& args) {
     Prepared prep = prepare(o, std::max(o.steps, o.fault == Fault::epoch_by_value ? 2 : 1));
     if (!o.envelope_in.empty() || o.envelope_orders >= 0)
         std::cout << "prepared: fixture " << prep.seconds_fixture << " s, reference " << prep.seconds_reference
-                  << " s, oracle + envelope " << prep.seconds_envelope << " s\n";
+                  << " s, envelope (" << prep.envelope_source << ") " << prep.seconds_envelope << " s\n";
 
     if (sweep > 0) {
         std::vector<Verdict> verdicts(static_cast<size_t>(sweep));

@@ -33,7 +33,8 @@ struct EmulateOptions {
     int steps = 1;
     bool amd = false;            // AMD in-order load retirement
     Fault fault = Fault::none;
-    int envelope_orders = 0;     // 0: default (8 for k3, 12 otherwise); -1: no envelope check
+    int envelope_orders = 0;     // 0: the built-in envelope if the fixture has one, else measure 8 (k3) or
+                                 // 12 orders; N > 0: measure N; -1: no envelope check
     std::string envelope_in;     // use a saved envelope instead of computing one
     bool timeline = false;       // record spans for a timeline
 };
@@ -48,8 +49,9 @@ struct Prepared {
     Plan plan;                            // the clean plan
     std::vector<StepInputs> inputs;       // per step (step k: step 0's rows rotated by k)
     std::vector<StepOutputs<float>> refs; // the reference in the plan's order, per step
-    std::unique_ptr<TensorFile> oracle;   // step 0, f64
+    std::unique_ptr<TensorFile> oracle;   // step 0, f64 (null when the envelope recorded the distance)
     std::unique_ptr<Envelope> envelope;   // null: no envelope check
+    std::string envelope_source;          // "measured", "built in", or "read from FILE"
     std::vector<EnvelopeCheck> ref_checks;  // the plan-order reference against the envelope
     double seconds_fixture = 0, seconds_reference = 0, seconds_envelope = 0;
 };

@@ -2,10 +2,13 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 
 #include "core/error.hpp"
+#include "emulator/builtin_envelopes.hpp"  // generated from emulator/envelopes/*.json
 #include "reference/reference.hpp"
 
 namespace monokda::emu {
@@ -27,17 +30,27 @@ std::vector<std::string> default_envelope_orders(int n) {
     return std::vector<std::string>(list, list + n);
 }
 
-std::string inputs_digest(const StepInputs& in) {
+std::string file_digest(const TensorFile& f) {
+    // FNV-1a over 64-bit words (then the tail bytes): the fixture's 100 MB in a few tens of ms
     uint64_t h = 0xcbf29ce484222325ull;
-    TensorFile f = in.to_file();
+    auto mix = [&](uint64_t w) { h ^= w; h *= 0x100000001b3ull; };
     for (const auto& [name, t] : f.tensors) {
-        for (char ch : name) { h ^= uint8_t(ch); h *= 0x100000001b3ull; }
-        for (uint8_t b : t.bytes) { h ^= b; h *= 0x100000001b3ull; }
+        for (char ch : name) mix(uint8_t(ch));
+        mix(t.bytes.size());
+        const size_t n8 = t.bytes.size() / 8;
+        for (size_t i = 0; i < n8; ++i) {
+            uint64_t w;
+            std::memcpy(&w, &t.bytes[i * 8], 8);
+            mix(w);
+        }
+        for (size_t i = n8 * 8; i < t.bytes.size(); ++i) mix(t.bytes[i]);
     }
     char buf[20];
     std::snprintf(buf, sizeof buf, "%016llx", (unsigned long long)h);
     return buf;
 }
+
+std::string inputs_digest(const StepInputs& in) { return file_digest(in.to_file()); }
 
 static std::string config_str(const Config& c) {
     return "D=" + std::to_string(c.D) + " H=" + std::to_string(c.H) + " K=" + std::to_string(c.K) + " V=" +
@@ -77,13 +90,23 @@ Envelope build_envelope(const StepInputs& in, const std::vector<std::string>& or
     return env;
 }
 
-std::vector<EnvelopeCheck> check_envelope(const Envelope& env, const TensorFile& candidate, const TensorFile& oracle) {
-    std::vector<EnvelopeCheck> out;
+std::vector<TensorDiff> envelope_distances(const Envelope& env, const TensorFile& candidate, const TensorFile& oracle) {
+    std::vector<TensorDiff> out;
     for (const auto& b : env.outputs) {
+        if (!candidate.has(b.name) || !oracle.has(b.name)) bad_input("envelope check: output '" + b.name + "' missing");
+        out.push_back(diff_tensors(b.name, candidate.get(b.name), oracle.get(b.name)));
+    }
+    return out;
+}
+
+std::vector<EnvelopeCheck> check_distances(const Envelope& env, const std::vector<TensorDiff>& distances) {
+    if (distances.size() != env.outputs.size()) bad_input("envelope check: one distance per output expected");
+    std::vector<EnvelopeCheck> out;
+    for (size_t k = 0; k < env.outputs.size(); ++k) {
+        const EnvelopeBound& b = env.outputs[k];
         EnvelopeCheck c;
         c.name = b.name;
-        if (!candidate.has(b.name) || !oracle.has(b.name)) bad_input("envelope check: output '" + b.name + "' missing");
-        c.diff = diff_tensors(b.name, candidate.get(b.name), oracle.get(b.name));
+        c.diff = distances[k];
         auto over = [&](const char* what, double v, double bound) {
             if (!(v <= bound)) {
                 c.inside = false;
@@ -106,6 +129,10 @@ std::vector<EnvelopeCheck> check_envelope(const Envelope& env, const TensorFile&
         out.push_back(c);
     }
     return out;
+}
+
+std::vector<EnvelopeCheck> check_envelope(const Envelope& env, const TensorFile& candidate, const TensorFile& oracle) {
+    return check_distances(env, envelope_distances(env, candidate, oracle));
 }
 
 std::string format_envelope_checks(const std::vector<EnvelopeCheck>& checks, const Envelope& env) {
@@ -161,6 +188,14 @@ void write_envelope(const std::string& path, const Envelope& env) {
         outs[b.name] = o;
     }
     j["outputs"] = outs;
+    if (!env.plan_order.empty()) {
+        j["plan_order"] = env.plan_order;
+        j["plan_order_reference_digest"] = env.plan_order_reference_digest;
+        json d = json::object();
+        for (size_t k = 0; k < env.plan_order_distance.size() && k < env.outputs.size(); ++k)
+            d[env.outputs[k].name] = diff_json(env.plan_order_distance[k]);
+        j["plan_order_distance"] = d;
+    }
     const std::string tmp = path + ".tmp";
     {
         std::ofstream f(tmp);
@@ -174,15 +209,25 @@ void write_envelope(const std::string& path, const Envelope& env) {
     }
 }
 
-Envelope read_envelope(const std::string& path) {
-    std::ifstream f(path);
-    if (!f) bad_input("cannot read envelope '" + path + "'");
+static TensorDiff diff_from_json(const json& d, const std::string& name) {
+    TensorDiff t;
+    t.name = name;
+    t.frac_identical = d.at("frac_identical").get<double>();
+    t.max_row_ulp = d.at("max_row_ulp").get<double>();
+    t.rel_l2 = d.at("rel_l2").get<double>();
+    t.max_abs = d.at("max_abs").get<double>();
+    t.cosine = d.at("cosine").get<double>();
+    t.max_ulp = d.at("max_ulp").get<int64_t>();
+    return t;
+}
+
+Envelope parse_envelope(const std::string& text, const std::string& what) {
     Envelope env;
     try {
-        json j = json::parse(f);
-        if (j.at("format").get<std::string>() != "monokda-envelope") bad_input("'" + path + "' is not a monokda envelope");
+        json j = json::parse(text);
+        if (j.at("format").get<std::string>() != "monokda-envelope") bad_input(what + " is not a monokda envelope");
         env.format_version = j.at("format_version").get<int>();
-        if (env.format_version != 1) bad_input("envelope '" + path + "': unsupported format_version");
+        if (env.format_version != 1) bad_input(what + ": unsupported format_version");
         env.fixture_digest = j.at("fixture_digest").get<std::string>();
         env.config = j.at("config").get<std::string>();
         env.orders = j.at("orders").get<std::vector<std::string>>();
@@ -197,23 +242,37 @@ Envelope read_envelope(const std::string& path) {
             b.min_frac_identical = o.at("min_frac_identical").get<double>();
             b.max_rel_l2 = o.at("max_rel_l2").get<double>();
             b.max_abs = o.at("max_abs").get<double>();
-            for (const json& d : o.at("per_order")) {
-                TensorDiff t;
-                t.name = name;
-                t.frac_identical = d.at("frac_identical").get<double>();
-                t.max_row_ulp = d.at("max_row_ulp").get<double>();
-                t.rel_l2 = d.at("rel_l2").get<double>();
-                t.max_abs = d.at("max_abs").get<double>();
-                t.cosine = d.at("cosine").get<double>();
-                t.max_ulp = d.at("max_ulp").get<int64_t>();
-                b.per_order.push_back(t);
-            }
+            for (const json& d : o.at("per_order")) b.per_order.push_back(diff_from_json(d, name));
             env.outputs.push_back(b);
         }
+        if (j.contains("plan_order")) {
+            env.plan_order = j.at("plan_order").get<std::string>();
+            env.plan_order_reference_digest = j.at("plan_order_reference_digest").get<std::string>();
+            for (const char* name : kEnvelopeOutputs)
+                env.plan_order_distance.push_back(diff_from_json(j.at("plan_order_distance").at(name), name));
+        }
     } catch (const json::exception& e) {
-        bad_input("envelope '" + path + "' is malformed: " + e.what());
+        bad_input(what + " is malformed: " + e.what());
     }
     return env;
+}
+
+Envelope read_envelope(const std::string& path) {
+    std::ifstream f(path);
+    if (!f) bad_input("cannot read envelope '" + path + "'");
+    std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    return parse_envelope(text, "envelope '" + path + "'");
+}
+
+const Envelope* builtin_envelope(const std::string& key) {
+    static const std::vector<std::pair<std::string, Envelope>> all = [] {
+        std::vector<std::pair<std::string, Envelope>> v;
+        for (const auto& [k, text] : kBuiltinEnvelopes) v.emplace_back(k, parse_envelope(text, std::string("built-in envelope ") + k));
+        return v;
+    }();
+    for (const auto& [k, e] : all)
+        if (k == key) return &e;
+    return nullptr;
 }
 
 }  // namespace monokda::emu

@@ -27,7 +27,7 @@ struct EnvelopeBound {
 
 struct Envelope {
     int format_version = 1;
-    std::string fixture_digest;  // FNV-1a 64 of the inputs' tensors, hex
+    std::string fixture_digest;  // inputs_digest of the fixture it was measured on
     std::string config;          // "D=.. H=.. K=.. V=.. F=.. N=.. R=.. L=.. nb=.."
     std::vector<std::string> orders;
     // Margins (documented): a finite sample of orders underestimates the spread, so the bounds are
@@ -36,6 +36,12 @@ struct Envelope {
     double identical_margin = 0.002;  // min_frac_identical − identical_margin (absolute)
     double row_ulp_margin = 0.5;      // max_row_ulp + row_ulp_margin (bf16 ulps at row scale)
     std::vector<EnvelopeBound> outputs;
+    // Optional: the distance of the reference in a plan's order (its ReductionOrder::str()) from the
+    // oracle, recorded with the envelope. A candidate bit-identical to that reference has exactly
+    // this distance, so it can be judged without running the oracle again.
+    std::string plan_order;
+    std::string plan_order_reference_digest;      // file_digest of that reference's outputs
+    std::vector<TensorDiff> plan_order_distance;  // empty or one per output, in `outputs` order
     const EnvelopeBound* find(const std::string& name) const;
 };
 
@@ -43,6 +49,7 @@ struct Envelope {
 std::vector<std::string> default_envelope_orders(int n);
 
 std::string inputs_digest(const StepInputs& in);
+std::string file_digest(const TensorFile& f);  // FNV-1a 64 over every tensor's name, size and 64-bit words, hex
 
 // Runs the f64 oracle once and the f32 reference once per order (OpenMP over orders).
 Envelope build_envelope(const StepInputs& in, const std::vector<std::string>& orders);
@@ -55,9 +62,18 @@ struct EnvelopeCheck {
 };
 // Distance of `candidate` (an output file's tensors) from the oracle's, against the bounds.
 std::vector<EnvelopeCheck> check_envelope(const Envelope& env, const TensorFile& candidate, const TensorFile& oracle);
+// Distances already measured (one per envelope output, in order) against the bounds.
+std::vector<EnvelopeCheck> check_distances(const Envelope& env, const std::vector<TensorDiff>& distances);
+// The distances of `candidate` from `oracle`, one per envelope output.
+std::vector<TensorDiff> envelope_distances(const Envelope& env, const TensorFile& candidate, const TensorFile& oracle);
 std::string format_envelope_checks(const std::vector<EnvelopeCheck>& checks, const Envelope& env);
 
 void write_envelope(const std::string& path, const Envelope& env);  // atomic (temp file + rename)
 Envelope read_envelope(const std::string& path);                     // BadInput on a malformed file
+Envelope parse_envelope(const std::string& json, const std::string& what);  // `what` names it in errors
+
+// Envelopes measured once and built into the program, for built-in fixtures (key: FixtureSpec::str(),
+// e.g. "k3.R2.L4.nb4.s1"); null when there is none. The caller must still compare the digest.
+const Envelope* builtin_envelope(const std::string& fixture_key);
 
 }  // namespace monokda::emu

@@ -16,8 +16,17 @@ using namespace monokda::emu::test;
 
 namespace {
 
+const TensorFile& small_oracle();
 const Envelope& small_envelope() {
-    static Envelope e = build_envelope(small_prepared().inputs[0], default_envelope_orders(12));
+    static Envelope e = [] {
+        Prepared& p = small_prepared();
+        Envelope env = build_envelope(p.inputs[0], default_envelope_orders(12));
+        const TensorFile ref = p.refs[0].to_file(p.inputs[0].cfg);
+        env.plan_order = p.plan.reduction_order().str();
+        env.plan_order_reference_digest = file_digest(ref);
+        env.plan_order_distance = envelope_distances(env, ref, small_oracle());
+        return env;
+    }();
     return e;
 }
 const TensorFile& small_oracle() {
@@ -72,6 +81,9 @@ TEST_CASE("saved and read back unchanged; bad files are bad input") {
     CHECK(back.fixture_digest == inputs_digest(small_prepared().inputs[0]));
     CHECK(back.orders == env.orders);
     CHECK(back.rel_margin == env.rel_margin);
+    CHECK(back.plan_order == env.plan_order);
+    CHECK(back.plan_order_reference_digest == env.plan_order_reference_digest);
+    CHECK(back.plan_order_distance.size() == env.plan_order_distance.size());
     REQUIRE(back.outputs.size() == env.outputs.size());
     for (size_t i = 0; i < env.outputs.size(); ++i) {
         CHECK(back.outputs[i].name == env.outputs[i].name);

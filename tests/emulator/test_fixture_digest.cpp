@@ -11,9 +11,9 @@ using namespace monokda;
 TEST_CASE("a seed names the same fixture as the sequential generator") {
     struct Case { int R, L, nb; bool bw; ConvLayout lay; int nulls; uint64_t seed; const char* digest; };
     const Case cases[] = {
-        {2, 4, 4, false, ConvLayout::sd, 0, 1, "f4a3506fe6decf57"},
-        {2, 4, 4, false, ConvLayout::sd, 0, 2, "f6b4c8c5a3cc57ce"},
-        {3, 3, 7, true, ConvLayout::ds, 1, 9, "7fd0f890b43b8374"},
+        {2, 4, 4, false, ConvLayout::sd, 0, 1, "4c9554b1ca1707dc"},
+        {2, 4, 4, false, ConvLayout::sd, 0, 2, "d4176403fc1d99bf"},
+        {3, 3, 7, true, ConvLayout::ds, 1, 9, "b9c3492ef9e72b18"},
     };
     for (const Case& k : cases) {
         Config c = Config::preset("small");

@@ -1,5 +1,6 @@
 // The production shape: the default run (k3, R 2, L 4, nb 4, 132 CTAs) passes, its outputs are the
-// reference in the plan's order bit for bit and lie inside the envelope; and one fault at scale.
+// reference in the plan's order bit for bit and lie inside the envelope; the built-in envelope is
+// what a fresh measurement gives; and one fault at scale.
 #include <doctest/doctest.h>
 
 #include "emu_util.hpp"
@@ -8,12 +9,25 @@ using namespace monokda;
 using namespace monokda::emu;
 using namespace monokda::emu::test;
 
+namespace {
+
+void same_diff(const TensorDiff& a, const TensorDiff& b) {
+    CHECK(a.frac_identical == b.frac_identical);
+    CHECK(a.max_row_ulp == b.max_row_ulp);
+    CHECK(a.rel_l2 == b.rel_l2);
+    CHECK(a.max_abs == b.max_abs);
+    CHECK(a.max_ulp == b.max_ulp);
+}
+
+}  // namespace
+
 TEST_CASE("k3 default run") {
     EmulateOptions o;  // the defaults of `monokda emulate`
     Prepared p = prepare(o, 1);
     REQUIRE(p.plan.blocks() == 132);
     // the parallel fixture generator gives the sequential generator's values (digest from 762017c)
-    CHECK(inputs_digest(p.inputs[0]) == "24fe53dceb957d69");
+    CHECK(inputs_digest(p.inputs[0]) == "1afb6e48ccfe0b5b");
+    CHECK(p.envelope_source == "built in");
     EmulateResult r = emulate(p, o);
     INFO(r.report);
     REQUIRE(r.verdict == Verdict::PASS);
@@ -28,4 +42,31 @@ TEST_CASE("k3 default run") {
     CHECK(f.verdict == Verdict::LIVELOCK);
     CHECK(f.run.entry == p.plan.xrdy(1));
     CHECK(contains(f.run.detail, "CTA 1 (attn) ATTN_X(slice 1) has passed that instruction"));
+}
+
+TEST_CASE("the built-in k3 envelope is what measuring it again gives") {
+    const Envelope* built = builtin_envelope("k3.R2.L4.nb4.s1");
+    REQUIRE(built != nullptr);
+    CHECK(builtin_envelope("small.R2.L4.nb4.s1") == nullptr);
+    EmulateOptions o;
+    o.envelope_orders = int(built->orders.size());  // measure, with the same orders
+    Prepared p = prepare(o, 1);
+    REQUIRE(p.envelope_source == "measured");
+    const Envelope& fresh = *p.envelope;
+    CHECK(fresh.fixture_digest == built->fixture_digest);
+    CHECK(fresh.orders == built->orders);
+    CHECK(fresh.plan_order == built->plan_order);
+    CHECK(fresh.plan_order_reference_digest == built->plan_order_reference_digest);
+    REQUIRE(fresh.outputs.size() == built->outputs.size());
+    for (size_t k = 0; k < fresh.outputs.size(); ++k) {
+        INFO(fresh.outputs[k].name);
+        CHECK(fresh.outputs[k].max_rel_l2 == built->outputs[k].max_rel_l2);
+        CHECK(fresh.outputs[k].min_frac_identical == built->outputs[k].min_frac_identical);
+        CHECK(fresh.outputs[k].max_row_ulp == built->outputs[k].max_row_ulp);
+        CHECK(fresh.outputs[k].max_abs == built->outputs[k].max_abs);
+        REQUIRE(fresh.outputs[k].per_order.size() == built->outputs[k].per_order.size());
+        for (size_t i = 0; i < fresh.outputs[k].per_order.size(); ++i)
+            same_diff(fresh.outputs[k].per_order[i], built->outputs[k].per_order[i]);
+        same_diff(fresh.plan_order_distance[k], built->plan_order_distance[k]);
+    }
 }
