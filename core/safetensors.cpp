@@ -201,25 +201,28 @@ TensorFile parse_safetensors(const uint8_t* data, size_t size, const std::string
     return out;
 }
 
-TensorFile read_safetensors(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
+// Opens path for reading and returns its size (BadInput when it cannot be opened or sized).
+static std::streamoff open_sized(const std::string& path, std::ifstream& in) {
+    in.open(path, std::ios::binary);
     if (!in) bad_input("cannot open '" + path + "'");
     in.seekg(0, std::ios::end);
     std::streamoff n = in.tellg();
     if (n < 0) bad_input("cannot read '" + path + "'");
     in.seekg(0);
+    return n;
+}
+
+TensorFile read_safetensors(const std::string& path) {
+    std::ifstream in;
+    const std::streamoff n = open_sized(path, in);
     std::vector<uint8_t> data(static_cast<size_t>(n));
     if (n && !in.read(reinterpret_cast<char*>(data.data()), n)) bad_input("cannot read '" + path + "'");
     return parse_safetensors(data.data(), data.size(), path);
 }
 
 SafetensorsHeader read_safetensors_header(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) bad_input("cannot open '" + path + "'");
-    in.seekg(0, std::ios::end);
-    std::streamoff n = in.tellg();
-    if (n < 0) bad_input("cannot read '" + path + "'");
-    in.seekg(0);
+    std::ifstream in;
+    const std::streamoff n = open_sized(path, in);
     uint8_t first8[8] = {};
     in.read(reinterpret_cast<char*>(first8), std::min<std::streamoff>(n, 8));
     const uint64_t hlen = header_length(first8, uint64_t(n), path);
