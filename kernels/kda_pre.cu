@@ -127,7 +127,9 @@ __global__ void __launch_bounds__(kThreads, 1) kda_pre_kernel(const KdaArgs a) {
     __shared__ Ctl c;
     if (threadIdx.x == 0) {
         // every CTA reads the epoch before any CTA can finish, so all agree on the tag
+        // 0 is the tag of mailbox memory never written, so the counter steps over it when it wraps
         c.tag = ld_relaxed32(a.epoch) + 1;
+        if (c.tag == 0) c.tag = 1;
         const int32_t* entries = a.plan + kHeaderWords;
         const int32_t* words = entries + kMailboxCount;
         uint32_t t = 0, f = 0;

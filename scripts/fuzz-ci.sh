@@ -4,7 +4,7 @@
 # the fixture reader with ASan and UBSan. About three minutes on two cores, the libFuzzer build
 # included. A failure leaves its fixture and replay line in build/fuzz-failures/ or a crash input in
 # build-libfuzzer/artifacts/, and fails the script.
-#   MONOKDA_FUZZ_SEED      shape fuzzer seed (default: the time; printed, so a failure can be rerun)
+#   MONOKDA_FUZZ_SEED      shape fuzzer seed (default: from the commit hash; printed, so a failure can be rerun)
 #   MONOKDA_FUZZ_SECONDS   shape fuzzing budget a target (default 45)
 #   MONOKDA_LIBFUZZER_SECONDS  libFuzzer budget (default 60)
 #   MONOKDA_BIN, MONOKDA_LIBFUZZER_BUILD  the CLI and the clang build folder (build/monokda, build-libfuzzer)
@@ -12,7 +12,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${MONOKDA_BIN:-build/monokda}
 lfb=${MONOKDA_LIBFUZZER_BUILD:-build-libfuzzer}
-seed=${MONOKDA_FUZZ_SEED:-$(date +%s)}
+# default seed: the commit's, so a run is reproducible for a commit and differs between commits
+commit_seed=$(( 16#$(git rev-parse --short=8 HEAD 2>/dev/null || echo 1) ))
+seed=${MONOKDA_FUZZ_SEED:-$commit_seed}
 secs=${MONOKDA_FUZZ_SECONDS:-45}
 lf_secs=${MONOKDA_LIBFUZZER_SECONDS:-60}
 
