@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "bench/step_floor.hpp"
+#include "core/atomic_write.hpp"
 #include "core/error.hpp"
 
 namespace monokda::bench {
@@ -375,17 +376,7 @@ std::string perf_svg(const PerfRun& run) {
 }
 
 void write_text_file(const std::string& path, const std::string& text) {
-    const std::string tmp = path + ".tmp";
-    {
-        std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-        if (!f) bad_input("cannot write " + path);
-        f << text;
-        if (!f.flush()) bad_input("cannot write " + path);
-    }
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-        std::remove(tmp.c_str());
-        bad_input("cannot write " + path);
-    }
+    write_file_atomic(path, text);
 }
 
 }  // namespace monokda::bench

@@ -7,6 +7,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "core/atomic_write.hpp"
 #include "core/bf16.hpp"
 #include "core/error.hpp"
 
@@ -278,18 +279,8 @@ std::vector<uint8_t> serialize_safetensors(const TensorFile& f) {
 }
 
 void write_safetensors(const std::string& path, const TensorFile& f) {
-    std::vector<uint8_t> bytes = serialize_safetensors(f);
-    std::string tmp = path + ".tmp";
-    {
-        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-        if (!out) bad_input("cannot write '" + path + "'");
-        out.write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
-        if (!out) { std::remove(tmp.c_str()); bad_input("cannot write '" + path + "'"); }
-    }
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-        std::remove(tmp.c_str());
-        bad_input("cannot write '" + path + "'");
-    }
+    const std::vector<uint8_t> bytes = serialize_safetensors(f);
+    write_file_atomic(path, bytes.data(), bytes.size());
 }
 
 }  // namespace monokda

@@ -7,6 +7,7 @@
 #include <iterator>
 #include <nlohmann/json.hpp>
 
+#include "core/atomic_write.hpp"
 #include "core/error.hpp"
 #include "emulator/builtin_envelopes.hpp"  // generated from emulator/envelopes/*.json
 #include "reference/reference.hpp"
@@ -196,17 +197,7 @@ void write_envelope(const std::string& path, const Envelope& env) {
             d[env.outputs[k].name] = diff_json(env.plan_order_distance[k]);
         j["plan_order_distance"] = d;
     }
-    const std::string tmp = path + ".tmp";
-    {
-        std::ofstream f(tmp);
-        if (!f) bad_input("cannot write '" + path + "'");
-        f << j.dump(1) << "\n";
-        if (!f) bad_input("cannot write '" + path + "'");
-    }
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-        std::remove(tmp.c_str());
-        bad_input("cannot write '" + path + "'");
-    }
+    write_file_atomic(path, j.dump(1) + "\n");
 }
 
 static TensorDiff diff_from_json(const json& d, const std::string& name) {

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <fstream>
 
+#include "core/atomic_write.hpp"
 #include "core/error.hpp"
 
 namespace monokda::emu {
@@ -109,17 +110,7 @@ std::string timeline_svg(const Plan& plan, const MachineResult& r, const std::st
 }
 
 void write_timeline(const std::string& path, const Plan& plan, const MachineResult& r, const std::string& title) {
-    const std::string tmp = path + ".tmp";
-    {
-        std::ofstream f(tmp);
-        if (!f) bad_input("cannot write timeline '" + path + "'");
-        f << timeline_svg(plan, r, title);
-        if (!f) bad_input("cannot write timeline '" + path + "'");
-    }
-    if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-        std::remove(tmp.c_str());
-        bad_input("cannot write timeline '" + path + "'");
-    }
+    write_file_atomic(path, timeline_svg(plan, r, title));
 }
 
 }  // namespace monokda::emu
