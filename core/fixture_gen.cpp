@@ -4,34 +4,10 @@
 #include <numeric>
 
 #include "core/error.hpp"
+#include "core/normal_draws.hpp"
 #include "core/rng.hpp"
 
 namespace monokda {
-
-namespace {
-
-// n normal draws, v[i] = f(draw i), exactly as the sequential loop `for i: v[i] = f(rng.normal())`
-// gives them: a draw takes two next() calls and splitmix64's state advances by a constant per
-// call, so each block of the sequence starts from a state computed directly, and blocks run in
-// parallel. The generator is left where the sequential loop would leave it.
-template <class T, class F>
-std::vector<T> normals(Rng& rng, size_t n, F&& f) {
-    constexpr uint64_t kGamma = 0x9e3779b97f4a7c15ull;  // Rng::next's increment
-    std::vector<T> v(n);
-    const uint64_t s0 = rng.state;
-    const int64_t block = 1 << 16, nblocks = int64_t((n + size_t(block) - 1) / size_t(block));
-#pragma omp parallel for schedule(static) if (nblocks > 1)
-    for (int64_t b = 0; b < nblocks; ++b) {
-        Rng r(0);
-        r.state = s0 + uint64_t(2 * b * block) * kGamma;
-        const size_t hi = std::min(n, size_t((b + 1) * block));
-        for (size_t i = size_t(b * block); i < hi; ++i) v[i] = f(r.normal());
-    }
-    rng.state = s0 + uint64_t(2 * n) * kGamma;
-    return v;
-}
-
-}  // namespace
 
 StepInputs make_fixture(Config cfg, const FixtureOptions& opt) {
     if (opt.null_requests < 0 || opt.null_requests > cfg.R)
@@ -46,17 +22,19 @@ StepInputs make_fixture(Config cfg, const FixtureOptions& opt) {
     Rng rng(c.seed);
 
     auto normal_bf16 = [&](size_t n, double sd, double mean = 0.0) {
-        return normals<bf16>(rng, n, [&](double z) { return bf16::round(float(mean + sd * z)); });
+        return normal_draws<bf16>(rng, n, [&](double z) { return bf16::round(float(mean + sd * z)); });
     };
     auto normal_f32 = [&](size_t n, double sd) {
-        return normals<float>(rng, n, [&](double z) { return float(sd * z); });
+        return normal_draws<float>(rng, n, [&](double z) { return float(sd * z); });
     };
     // rows of activations: unit scale, one row in eight ten times louder (as real residual streams have)
     auto rows_bf16 = [&](int64_t rows, int64_t width) {
         std::vector<bf16> v(size_t(rows * width));
         for (int64_t r = 0; r < rows; ++r) {
-            double sd = (opt.loud_rows && rng.below(8) == 0) ? 10.0 : 1.0;
-            for (int64_t d = 0; d < width; ++d) v[size_t(r * width + d)] = bf16::round(float(sd * rng.normal()));
+            const double sd = (opt.loud_rows && rng.below(8) == 0) ? 10.0 : 1.0;
+            const std::vector<bf16> row =
+                normal_draws<bf16>(rng, size_t(width), [&](double z) { return bf16::round(float(sd * z)); });
+            std::copy(row.begin(), row.end(), v.begin() + r * width);
         }
         return v;
     };

@@ -20,6 +20,10 @@ struct Rng {
     uint64_t below(uint64_t n) { return n ? next() % n : 0; }
     double normal() {
         double u1 = uniform(), u2 = uniform();
+        return normal_of(u1, u2);
+    }
+    // Box-Muller from two uniforms (core/normal_draws.hpp evaluates many of these faster, same values)
+    static double normal_of(double u1, double u2) {
         if (u1 < 1e-300) u1 = 1e-300;
         return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
     }

@@ -65,6 +65,7 @@ struct Load {
 };
 
 using f8 = float __attribute__((vector_size(32)));  // eight independent row sums (lanes never mix)
+using f4 = float __attribute__((vector_size(16)));  // half of one, as the gemv computes it
 
 struct Cta {
     enum State { pending, resident, finished } state = pending;
@@ -861,24 +862,55 @@ private:
         Cta& c = ctas_[size_t(cta)];
         const int S = cfg_.S(), D = cfg_.D, w = plan_.params().slice_width, d0 = j * w;
         const int G = plan_.params().gemv_group_rows, n0 = g * G, nrb = (S + 7) / 8;
-        std::vector<f8> xl(static_cast<size_t>(w));
+        // The eight rows' sums as two halves of four lanes (rows 0-3, 4-7), two weight rows at a time:
+        // lane by lane the same operations in the same order as one eight-lane vector, but held in
+        // registers (baseline x86-64 code keeps an eight-float vector in memory, a store-forward a term).
+        std::vector<f4> xlo(static_cast<size_t>(w)), xhi(static_cast<size_t>(w));
         // a slice whose every read passed the checks once in this step reads the same stores again
         // (a later store to it would be a WRITE_CONFLICT), so later groups skip the checks
         const bool checked = c.x_checked[size_t(j)] != 0;
         for (int rb = 0; rb < nrb; ++rb) {
             for (int d = 0; d < w; ++d) {
-                f8 v{};
-                for (int l = 0; l < 8 && rb * 8 + l < S; ++l)
-                    v[l] = checked ? bf16::from_bits(uint16_t(mem_[SP_X][size_t(rb * 8 + l) * size_t(D) + size_t(d0 + d)].cur.bits)).to_float()
-                                   : f(read_data(cta, SP_X, rb * 8 + l, d0 + d));
-                xl[size_t(d)] = v;
+                f4 lo{}, hi{};
+                for (int l = 0; l < 8 && rb * 8 + l < S; ++l) {
+                    const float v = checked ? bf16::from_bits(uint16_t(mem_[SP_X][size_t(rb * 8 + l) * size_t(D) + size_t(d0 + d)].cur.bits)).to_float()
+                                            : f(read_data(cta, SP_X, rb * 8 + l, d0 + d));
+                    if (l < 4) lo[l] = v; else hi[l - 4] = v;
+                }
+                xlo[size_t(d)] = lo;
+                xhi[size_t(d)] = hi;
             }
-            for (int k = 0; k < G; ++k) {
-                const bf16* wr = &in.in_proj_w[size_t(n0 + k) * size_t(D)];
-                f8 part = xl[0] * f(wr[d0]);
-                for (int d = 1; d < w; ++d) part = part + xl[size_t(d)] * f(wr[d0 + d]);
+            auto add = [&](int k, f4 lo, f4 hi) {
+                const f8 part = {lo[0], lo[1], lo[2], lo[3], hi[0], hi[1], hi[2], hi[3]};
                 f8& acc = c.acc[size_t(k) * size_t(nrb) + size_t(rb)];
                 acc = j == 0 ? part : acc + part;
+            };
+            int k = 0;
+            for (; k + 1 < G; k += 2) {
+                const bf16* wa = &in.in_proj_w[size_t(n0 + k) * size_t(D) + size_t(d0)];
+                const bf16* wb = wa + D;
+                const float a0 = f(wa[0]), b0 = f(wb[0]);
+                f4 alo = xlo[0] * a0, ahi = xhi[0] * a0, blo = xlo[0] * b0, bhi = xhi[0] * b0;
+                for (int d = 1; d < w; ++d) {
+                    const float ad = f(wa[d]), bd = f(wb[d]);
+                    alo = alo + xlo[size_t(d)] * ad;
+                    ahi = ahi + xhi[size_t(d)] * ad;
+                    blo = blo + xlo[size_t(d)] * bd;
+                    bhi = bhi + xhi[size_t(d)] * bd;
+                }
+                add(k, alo, ahi);
+                add(k + 1, blo, bhi);
+            }
+            for (; k < G; ++k) {
+                const bf16* wa = &in.in_proj_w[size_t(n0 + k) * size_t(D) + size_t(d0)];
+                const float a0 = f(wa[0]);
+                f4 alo = xlo[0] * a0, ahi = xhi[0] * a0;
+                for (int d = 1; d < w; ++d) {
+                    const float ad = f(wa[d]);
+                    alo = alo + xlo[size_t(d)] * ad;
+                    ahi = ahi + xhi[size_t(d)] * ad;
+                }
+                add(k, alo, ahi);
             }
         }
         c.x_checked[size_t(j)] = 1;

@@ -11,31 +11,35 @@ template <class T> inline T f(bf16 b) { return T(b.to_float()); }
 template <class T> inline bf16 rnd(T v) { return bf16::round(v); }
 template <class T> inline T sigmoid(T z) { return T(1) / (T(1) + std::exp(-z)); }
 
-// Eight SIMD lanes, each its own independent sum: used to run a GEMM's K-sum for eight rows at once
-// without changing any row's order (element-wise vector ops, contraction off).
+// SIMD lanes, each its own independent sum: used to run a GEMM's K-sum for eight rows at once
+// without changing any row's order (element-wise vector ops, contraction off). The eight rows are
+// 8 / W vectors of 16 bytes (W = 4 floats or 2 doubles), each reduced on its own: lane by lane the
+// same sums as one eight-lane vector, but a 16-byte vector stays in a register in baseline x86-64
+// code, where a 32- or 64-byte one goes through memory at every term.
 template <class T> struct Lanes;
-template <> struct Lanes<float> { typedef float type __attribute__((vector_size(32))); };
-template <> struct Lanes<double> { typedef double type __attribute__((vector_size(64))); };
+template <> struct Lanes<float> { typedef float type __attribute__((vector_size(16))); };
+template <> struct Lanes<double> { typedef double type __attribute__((vector_size(16))); };
 
 // out[s, n] = round(Σ_d a[s, d] · w[n, d]) for rows s < S, columns n < Nout, in the site's order.
 template <class T>
 void gemm_rows(const ReductionOrder& ord, Site site, const std::vector<bf16>& a, int a_stride, int a_off, int S,
                const std::vector<bf16>& w, int Nout, int Kdim, std::vector<bf16>& out, int out_stride) {
-    using L8 = typename Lanes<T>::type;
+    using LV = typename Lanes<T>::type;
+    constexpr int W = int(sizeof(LV) / sizeof(T));
     const int groups = (S + 7) / 8;
     for (int g = 0; g < groups; ++g) {
-        const int s0 = g * 8, ns = std::min(8, S - s0);
-        std::vector<L8> at(static_cast<size_t>(Kdim));  // a, transposed into lanes
-        for (int d = 0; d < Kdim; ++d) {
-            L8 v{};
-            for (int l = 0; l < ns; ++l) v[l] = f<T>(a[size_t(s0 + l) * a_stride + a_off + d]);
-            at[size_t(d)] = v;
-        }
+        const int s0 = g * 8, ns = std::min(8, S - s0), nv = (ns + W - 1) / W;
+        std::vector<LV> at(size_t(nv) * size_t(Kdim));  // a, transposed into lanes: [row / W][d][row % W]
+        for (int l = 0; l < ns; ++l)
+            for (int d = 0; d < Kdim; ++d) at[size_t(l / W) * size_t(Kdim) + size_t(d)][l % W] = f<T>(a[size_t(s0 + l) * a_stride + a_off + d]);
 #pragma omp parallel for schedule(static)
         for (int n = 0; n < Nout; ++n) {
             const bf16* wr = &w[size_t(n) * Kdim];
-            L8 acc = ord.reduce<L8>(site, Kdim, [&](int d) { return at[size_t(d)] * f<T>(wr[d]); });
-            for (int l = 0; l < ns; ++l) out[size_t(s0 + l) * out_stride + n] = rnd<T>(acc[l]);
+            for (int v = 0; v < nv; ++v) {
+                const LV* av = &at[size_t(v) * size_t(Kdim)];
+                LV acc = ord.reduce<LV>(site, Kdim, [&](int d) { return av[d] * f<T>(wr[d]); });
+                for (int l = 0; l < W && v * W + l < ns; ++l) out[size_t(s0 + v * W + l) * out_stride + n] = rnd<T>(acc[l]);
+            }
         }
     }
 }
