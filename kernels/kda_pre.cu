@@ -22,7 +22,7 @@ namespace monokda::gpu {
 namespace {
 
 #if MONOKDA_NVIDIA
-constexpr size_t kGemvSmemBytes = std::max(sizeof(GemvSmem), sizeof(GemvBatchSmem));
+constexpr size_t kGemvSmemBytes = std::max(sizeof(GemvSmem), kGemvBatchSmemBytes);
 #else
 constexpr size_t kGemvSmemBytes = sizeof(GemvSmem);
 #endif
@@ -67,7 +67,7 @@ __device__ bool step_values_ok(const KdaArgs& a, const Ctl& c) {
 }
 
 template <bool kExactInProj>
-__device__ bool run_instructions(const KdaArgs& a, Ctl& c, unsigned char* smem) {
+__device__ bool run_instructions(const KdaArgs& a, Ctl& c, const WeightMap* wmap, unsigned char* smem) {
     const PlanHeader* h = reinterpret_cast<const PlanHeader*>(a.plan);
     const int32_t* cta_begin = a.plan + kHeaderWords + 2 * kMailboxCount;
     const Instr* ins = reinterpret_cast<const Instr*>(cta_begin + h->blocks + 1);
@@ -95,7 +95,7 @@ __device__ bool run_instructions(const KdaArgs& a, Ctl& c, unsigned char* smem) 
                 }
             }
             __syncthreads();
-            if (G > 0 && !gemv_batch(a, c, *reinterpret_cast<GemvBatchSmem*>(smem), c.batch, G)) return false;
+            if (G > 0 && !gemv_batch(a, c, wmap, batch_smem(smem), c.batch, G)) return false;
             i = k - 1;
             continue;
         }
@@ -109,7 +109,21 @@ __device__ bool run_instructions(const KdaArgs& a, Ctl& c, unsigned char* smem) 
             case Op::GEMV_GROUP: ok = gemv_group<kExactInProj>(a, c, gemv, in.a); break;
             case Op::KDA_LOAD: kda_load(a, kda, in.a, in.b, in.c); break;
             case Op::KDA_CONV: ok = kda_conv(a, c, kda, in.a, in.b, in.c); break;
-            case Op::KDA_REC: ok = kda_rec(a, c, kda, in.a, in.b, in.c); break;
+            case Op::KDA_REC:
+                ok = kda_rec(a, c, kda, in.a, in.b, in.c);
+                if (ok && i + 2 < end && Op(ins[i + 1].op) == Op::KDA_NORM && Op(ins[i + 2].op) == Op::KDA_LOAD) {
+                    // The next task's KDA_LOAD (no waits, produces nothing) moves ahead of this task's
+                    // KDA_NORM, so its loads overlap the wait for the sibling chunks' ONRM partials.
+                    // KDA_NORM reads none of what KDA_LOAD writes (onrm, rr, obits only).
+                    const Instr nx = ins[i + 2];
+                    if (threadIdx.x == 0) c.instr = i + 2;
+                    kda_load(a, kda, nx.a, nx.b, nx.c);
+                    if (threadIdx.x == 0) c.instr = i + 1;
+                    __syncthreads();
+                    ok = kda_norm(a, c, kda, in.a, in.b, in.c);
+                    i += 2;
+                }
+                break;
             case Op::KDA_NORM: ok = kda_norm(a, c, kda, in.a, in.b, in.c); break;
             default:
                 if (threadIdx.x == 0) record_error(a, c, kErrBadOpcode, ~0u, ~0u, uint32_t(in.op), 0);
@@ -122,7 +136,7 @@ __device__ bool run_instructions(const KdaArgs& a, Ctl& c, unsigned char* smem) 
 
 // kExactInProj: the in_proj body (kda_gemv.hpp): exact sum order, or the matrix unit.
 template <bool kExactInProj>
-__global__ void __launch_bounds__(kThreads, 1) kda_pre_kernel(const KdaArgs a) {
+__global__ void __launch_bounds__(kThreads, 1) kda_pre_kernel(const KdaArgs a, const MONOKDA_GRID_CONSTANT WeightMap wmap) {
     extern __shared__ __align__(16) unsigned char smem[];
     __shared__ Ctl c;
     if (threadIdx.x == 0) {
@@ -150,7 +164,7 @@ __global__ void __launch_bounds__(kThreads, 1) kda_pre_kernel(const KdaArgs a) {
         ok = false;
     }
     if (ok) ok = step_values_ok(a, c);
-    if (ok) run_instructions<kExactInProj>(a, c, smem);
+    if (ok) run_instructions<kExactInProj>(a, c, &wmap, smem);
     async_wait<0>();
     __syncthreads();
     if (threadIdx.x == 0) {
@@ -168,6 +182,34 @@ void check_hip(hipError_t e, const char* what) {
 }
 
 std::string ss(int64_t v) { return std::to_string(v); }
+
+#if MONOKDA_NVIDIA
+// The in_proj weight [N, D] bf16 as 16-row × 64-column boxes with the 128-byte swizzle
+// (kda_gemv_batch.hpp). The encoder is the driver's, fetched once through the runtime, so the
+// build links no driver library.
+void encode_weight_map(WeightMap& m, const bf16* w) {
+    using Encode = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
+                                const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
+                                CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+    static Encode encode = [] {
+        void* f = nullptr;
+        cudaDriverEntryPointQueryResult q{};
+        if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &q) !=
+                cudaSuccess ||
+            q != cudaDriverEntryPointSuccess || !f)
+            throw GpuError("kda_pre: the driver offers no cuTensorMapEncodeTiled (needs CUDA 12 or later)");
+        return reinterpret_cast<Encode>(f);
+    }();
+    const cuuint64_t dims[2] = {cuuint64_t(k3::D), cuuint64_t(k3::N)};
+    const cuuint64_t strides[1] = {cuuint64_t(k3::D) * 2};
+    const cuuint32_t box[2] = {cuuint32_t(kBoxCols), cuuint32_t(k3::kGroupRows)};
+    const cuuint32_t elem[2] = {1, 1};
+    const CUresult r = encode(&m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<bf16*>(w), dims, strides, box, elem,
+                              CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                              CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS) throw GpuError("kda_pre: encoding the in_proj weight's tensor map failed (CUresult " + ss(int64_t(r)) + ")");
+}
+#endif
 
 }  // namespace
 
@@ -315,7 +357,11 @@ void KdaLauncher::launch(const KdaTensors& t, void* stream) {
     a.epoch = impl_->d_counters, a.done = impl_->d_counters + 1;
     a.error = impl_->d_error;
     a.poll_timeout_ns = uint64_t(impl_->opt.poll_timeout_ms) * 1000000ull;
-    void* args[] = {&a};
+    WeightMap wmap{};
+#if MONOKDA_NVIDIA
+    encode_weight_map(wmap, a.in_proj_w);
+#endif
+    void* args[] = {&a, &wmap};
     auto kernel = impl_->opt.exact_in_proj ? &kda_pre_kernel<true> : &kda_pre_kernel<false>;
     check_hip(hipLaunchCooperativeKernel(reinterpret_cast<const void*>(kernel), dim3(impl_->plan.blocks()),
                                          dim3(kThreads), args, kSmemBytes, static_cast<hipStream_t>(stream)),
@@ -349,6 +395,8 @@ void KdaLauncher::check(void* stream) {
                 where += " " + p.describe(p.instrs(int(e.cta))[size_t(local)]);
             std::string what = e.box < uint32_t(kMailboxCount) && int(e.entry) < p.entries(Mailbox(e.box))
                                    ? p.entry_name({Mailbox(e.box), int32_t(e.entry)})
+                               : e.box == uint32_t(kMailboxCount)  // the gemv pass's bulk weight copies
+                                   ? "its in_proj weight copy of slice " + ss(e.entry)
                                    : "mailbox " + ss(e.box) + " entry " + ss(e.entry);
             throw GpuError("kda_pre: TIMEOUT: " + where + " gave up waiting for " + what + " after " +
                            ss(impl_->opt.poll_timeout_ms) + " ms (epoch " + ss(e.epoch) + ")");

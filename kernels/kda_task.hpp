@@ -23,7 +23,6 @@ struct KdaSmem {
     float vrow[k3::kMaxL][k3::kChunkRows];
     float convw[kOwned][k3::W];
     float dtb[k3::K];
-    float onw[k3::kChunkRows];
     float beta[k3::kMaxL];
     float norm[2 * k3::kMaxL];
     float onrm[k3::kMaxL * k3::kChunks];
@@ -52,6 +51,14 @@ __device__ void kda_load(const KdaArgs& a, KdaSmem& sm, int r, int h, int c) {
     if (threadIdx.x < L) sm.idx[threadIdx.x] = a.state_indices[r * L + threadIdx.x];
     if (threadIdx.x == k3::kMaxL) sm.accepted = a.num_accepted[r];
     if (threadIdx.x == k3::kMaxL + 1) sm.A = exp_f(a.A_log[h]);
+    // what does not depend on the indices goes out before the first barrier
+    for (int it = threadIdx.x; it < k3::K * k3::F / 8; it += kThreads) {
+        const int k = it / (k3::F / 8), q = it % (k3::F / 8);
+        copy16_async(&sm.fbw[k][q * 4], a.f_b_w + int64_t(h * k3::K + k) * k3::F + q * 8);
+    }
+    for (int it = threadIdx.x; it < KdaSmem::kOwned * k3::W; it += kThreads)
+        sm.convw[it / k3::W][it % k3::W] = a.conv_w[owned_channel(it / k3::W, h, c) * k3::W + it % k3::W];
+    for (int k = threadIdx.x; k < k3::K; k += kThreads) sm.dtb[k] = a.dt_bias[h * k3::K + k];
     __syncthreads();
     if (threadIdx.x == 0) {
         sm.slot0 = sm.idx[0];
@@ -63,20 +70,12 @@ __device__ void kda_load(const KdaArgs& a, KdaSmem& sm, int r, int h, int c) {
         const int i = it / (k3::W - 1), e = it % (k3::W - 1);
         sm.win[i][e] = slot0 > 0 ? a.conv_state[conv_offset(a, slot0, acc - 1 + e, owned_channel(i, h, c))].bits : 0;
     }
-    for (int it = threadIdx.x; it < KdaSmem::kOwned * k3::W; it += kThreads)
-        sm.convw[it / k3::W][it % k3::W] = a.conv_w[owned_channel(it / k3::W, h, c) * k3::W + it % k3::W];
-    for (int k = threadIdx.x; k < k3::K; k += kThreads) sm.dtb[k] = a.dt_bias[h * k3::K + k];
-    for (int v = threadIdx.x; v < k3::kChunkRows; v += kThreads) sm.onw[v] = bf(a.o_norm_w[c * k3::kChunkRows + v]);
     if (init > 0)
         for (int it = threadIdx.x; it < k3::kChunkRows * k3::K / 4; it += kThreads) {
             const int v = it / (k3::K / 4), q = it % (k3::K / 4);
             copy16_async(&sm.state[v][q * 4],
                          a.ssm_state + int64_t(init) * a.ssm_ss + int64_t(h * k3::V + c * k3::kChunkRows + v) * k3::K + q * 4);
         }
-    for (int it = threadIdx.x; it < k3::K * k3::F / 8; it += kThreads) {
-        const int k = it / (k3::F / 8), q = it % (k3::F / 8);
-        copy16_async(&sm.fbw[k][q * 4], a.f_b_w + int64_t(h * k3::K + k) * k3::F + q * 8);
-    }
     async_commit();
     __syncthreads();
 }
@@ -152,7 +151,9 @@ __device__ bool kda_rec(const KdaArgs& a, Ctl& c_, KdaSmem& sm, int r, int h, in
         sm.q[t][k] = (sm.q[t][k] / sqrtf(sm.norm[2 * t] + a.l2_eps)) * a.kscale;
         sm.k[t][k] = sm.k[t][k] / sqrtf(sm.norm[2 * t + 1] + a.l2_eps);
     }
-    // f_b (#4) and the gate: g1[t][k] = Σ_f fa[t][f]·f_b_w[hK+k][f]; 16 outputs a pass
+    // f_b (#4): g1[t][k] = Σ_f fa[t][f]·f_b_w[hK+k][f], 16 sums a pass (parked in decay), then
+    // the gates one a thread: a lane-0 tail in every pass would run L·8 rounds of two
+    // double-precision exps one after another
     for (int p = 0; p < L * k3::K / 16; ++p) {
         const int o = p * 16 + g16, t = o / k3::K, k = o % k3::K;
         float tm[8];
@@ -162,13 +163,16 @@ __device__ bool kda_rec(const KdaArgs& a, Ctl& c_, KdaSmem& sm, int r, int h, in
             tm[2 * i + 1] = sm.fa[t][lane * 8 + 2 * i + 1] * bf_hi(w);
         }
         const float sum = pairwise_16_lanes(pairwise8(tm));
-        if (lane == 0) {
-            const uint16_t g1 = rnd(sum);
-            if (a.export_handoffs && k / k3::kShare == c)
-                a.g1[size_t(r * L + t) * k3::E + h * k3::K + k] = bf16::from_bits(g1);
-            const float gate = a.lower_bound * sigmoid_f(sm.A * (bf(bf16::from_bits(g1)) + sm.dtb[k]));
-            sm.decay[t][k] = exp_f(gate);
-        }
+        if (lane == 0) sm.decay[t][k] = sum;
+    }
+    __syncthreads();
+    for (int it = threadIdx.x; it < L * k3::K; it += kThreads) {  // each thread rewrites its own entries
+        const int t = it / k3::K, k = it % k3::K;
+        const uint16_t g1 = rnd(sm.decay[t][k]);
+        if (a.export_handoffs && k / k3::kShare == c)
+            a.g1[size_t(r * L + t) * k3::E + h * k3::K + k] = bf16::from_bits(g1);
+        const float gate = a.lower_bound * sigmoid_f(sm.A * (bf(bf16::from_bits(g1)) + sm.dtb[k]));
+        sm.decay[t][k] = exp_f(gate);
     }
     __syncthreads();
 
@@ -237,7 +241,9 @@ __device__ bool kda_norm(const KdaArgs& a, Ctl& c_, KdaSmem& sm, int r, int h, i
         const size_t row = size_t(r * L + t);
         const int col = h * k3::V + c * k3::kChunkRows + v;
         const float g2 = bf(bf16::from_bits(ld_cg_u16(a.proj + row * k3::N + 3 * k3::E + col)));
-        const float y = ((bf(bf16::from_bits(sm.obits[t][v])) * sm.rr[t]) * sm.onw[v]) * sigmoid_f(g2);
+        // o_norm_w read here, not by KDA_LOAD: the interpreter runs the next task's KDA_LOAD first
+        const float onw = bf(a.o_norm_w[c * k3::kChunkRows + v]);
+        const float y = ((bf(bf16::from_bits(sm.obits[t][v])) * sm.rr[t]) * onw) * sigmoid_f(g2);
         a.core_out[row * k3::E + col] = bf16::from_bits(rnd(y));  // rounding #7
     }
     __syncthreads();

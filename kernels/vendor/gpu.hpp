@@ -17,6 +17,19 @@
 #error "kernels/: unknown GPU platform: compile with nvcc (NVIDIA) or hipcc (AMD)"
 #endif
 
+// The in_proj weight as the copy engine sees it (NVIDIA: a tensor map the launcher encodes, read by
+// the gemv pass through its kernel-parameter address; AMD: unused, the weight is read directly).
+#if MONOKDA_NVIDIA
+#include <cuda.h>  // CUtensorMap and its enums (types only; the encoder is fetched at run time)
+using WeightMap = CUtensorMap;
+#define MONOKDA_GRID_CONSTANT __grid_constant__
+#else
+struct WeightMap {
+    int unused;
+};
+#define MONOKDA_GRID_CONSTANT
+#endif
+
 namespace monokda::gpu {
 
 // Threads a wave executes in lockstep: gfx90a/gfx940 run wave64, NVIDIA warps are 32.
@@ -97,6 +110,39 @@ __device__ __forceinline__ void copy16_async(void* smem, const void* gmem) {
 __device__ __forceinline__ void async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 template <int Pending> __device__ __forceinline__ void async_wait() {
     asm volatile("cp.async.wait_group %0;" ::"n"(Pending) : "memory");
+}
+// Hopper's bulk copy engine (TMA): global to shared, completion counted in bytes on an mbarrier.
+// The copies do not go through the SM's load/store unit, so a weight stream kept deep in flight
+// this way does not hold up the thread's own loads (x, flags) behind it.
+__device__ __forceinline__ uint32_t smem_u32(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
+__device__ __forceinline__ void mbar_init(uint64_t* bar, uint32_t arrivals) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_u32(bar)), "r"(arrivals) : "memory");
+}
+__device__ __forceinline__ void mbar_init_fence() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
+__device__ __forceinline__ void mbar_inval(uint64_t* bar) {
+    asm volatile("mbarrier.inval.shared::cta.b64 [%0];" ::"r"(smem_u32(bar)) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive_expect(uint64_t* bar, uint32_t bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(bar)), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ bool mbar_try_wait(uint64_t* bar, uint32_t parity) {
+    uint32_t done;
+    asm volatile(
+        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}"
+        : "=r"(done)
+        : "r"(smem_u32(bar)), "r"(parity)
+        : "memory");
+    return done != 0;
+}
+// Shared memory the threads wrote or read before is about to be written by the copy engine.
+__device__ __forceinline__ void fence_async_proxy() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+// One box of a 2D tensor map (its address: a __grid_constant__ kernel parameter) at column c0, row c1.
+__device__ __forceinline__ void bulk_tensor_2d(void* smem, const void* map, int c0, int c1, uint64_t* bar) {
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];" ::"r"(
+            smem_u32(smem)),
+        "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(smem_u32(bar))
+        : "memory");
 }
 #endif
 

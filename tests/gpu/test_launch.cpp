@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "core/error.hpp"
+#include "properties/transforms.hpp"
 #include "tests/gpu/gpu_harness.hpp"
 
 using namespace monokda;
@@ -174,4 +175,55 @@ TEST_CASE("the attn seam is the same whichever TP rank's kda weights the launch 
     CHECK(!same(oa.core_out, ob.core_out));  // the kda part did see other weights
     log_line("launch.md", std::string("| seam across TP ranks (prefix_out, blocks, x) | ") +
                               (same(oa.prefix_out, ob.prefix_out) && same(oa.blocks, ob.blocks) && same(oa.x, ob.x) ? "identical" : "DIFFER") + " |");
+}
+
+TEST_CASE("a token's outputs do not depend on what it is batched with (batch invariance)") {
+    // The matrix-unit in_proj splits its sums the same way whatever S is (kda_gemv_batch.hpp), so
+    // a request run alone, or with others, or with fewer tokens gives its rows the same bits.
+    require_gpu();
+    const StepInputs big = make_case(Case{8, 8, 4, true, ConvLayout::sd, 41});  // S = 64
+    gpu::KdaRunner rb(big, run_options());
+    rb.run();
+    const StepOutputs<float> ob = rb.outputs();
+    const Config& cb = big.cfg;
+    struct Sub {
+        std::vector<int> reqs;
+        int L;  // < 8: tokens truncated, so the conv window moves and only row-wise stages compare
+    };
+    for (const Sub& sub : {Sub{{3}, 8}, Sub{{5, 2}, 8}, Sub{{0, 1, 2, 3}, 8}, Sub{{6}, 1}, Sub{{7, 4, 1}, 2}}) {
+        StepInputs in = props::select_requests(big, sub.reqs);
+        if (sub.L < cb.L) in = props::truncate_tokens(in, sub.L);
+        gpu::KdaRunner rs(in, run_options());
+        rs.run();
+        const StepOutputs<float> os = rs.outputs();
+        const Config& cs = in.cfg;
+        int differing_rows = 0;
+        std::string first;
+        for (int j = 0; j < cs.R; ++j)
+            for (int t = 0; t < cs.L; ++t) {
+                const size_t rs_row = size_t(j * cs.L + t), rb_row = size_t(sub.reqs[size_t(j)] * cb.L + t);
+                struct Part { const char* name; const std::vector<bf16>& a; const std::vector<bf16>& b; size_t width; };
+                std::vector<Part> parts{{"prefix_out", os.prefix_out, ob.prefix_out, size_t(cb.D)},
+                                        {"x", os.x, ob.x, size_t(cb.D)},
+                                        {"proj", os.proj, ob.proj, size_t(cb.N)},
+                                        {"g1", os.g1, ob.g1, size_t(cb.E())}};
+                if (sub.L == cb.L)
+                    for (Part p : {Part{"qkv", os.qkv, ob.qkv, size_t(cb.C)}, Part{"o", os.o, ob.o, size_t(cb.E())},
+                                   Part{"core_out", os.core_out, ob.core_out, size_t(cb.E())}})
+                        parts.push_back(p);
+                for (const Part& p : parts)
+                    if (std::memcmp(p.a.data() + rs_row * p.width, p.b.data() + rb_row * p.width, p.width * 2) != 0) {
+                        ++differing_rows;
+                        if (first.empty())
+                            first = std::string(p.name) + " of request " + std::to_string(sub.reqs[size_t(j)]) +
+                                    " token " + std::to_string(t);
+                    }
+            }
+        std::string reqs;
+        for (int r : sub.reqs) reqs += (reqs.empty() ? "" : ",") + std::to_string(r);
+        CHECK_MESSAGE(differing_rows == 0, "requests {", reqs, "} L=", sub.L, ": first differing row: ", first);
+        log_line("launch.md", "| batch invariance: requests {" + reqs + "} of the S=64 step, L=" +
+                                  std::to_string(sub.L) + " | " +
+                                  (differing_rows == 0 ? "every row identical" : "DIFFERS: " + first) + " |");
+    }
 }

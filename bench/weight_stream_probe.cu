@@ -1,0 +1,164 @@
+// monokda-stream-probe: how fast the H200 streams the k3 in_proj weight [6288 × 7168] bf16 into
+// shared memory through the copy engine (TMA, 16-row × 64-column boxes with the 128-byte swizzle,
+// as kernels/kda_gemv_batch.hpp reads it), with nothing else running: no x, no products, no other
+// role. Varied: how many CTAs stream, which 16-row groups a CTA owns (round-robin over the whole
+// weight, as the plan deals them, or one contiguous band), how many columns a stage holds, and how
+// many stages are in flight. It isolates the weight stream's own rate from the rest of kda_pre.
+// Four weight copies are rotated so that L2 (60 MB) never holds the one being read.
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+namespace {
+
+constexpr int D = 7168, N = 6288, kGroupRows = 16, kGroups = N / kGroupRows, kBoxCols = 64;
+constexpr int kBoxBytes = kGroupRows * kBoxCols * 2, kThreads = 256, kMaxG = 6, kMaxStages = 24;
+constexpr int kSmemLimit = 220 * 1024;
+
+struct Variant {
+    int ctas;         // CTAs streaming (grid size)
+    bool contiguous;  // groups: a contiguous band per CTA (else round-robin: g ≡ cta mod ctas)
+    int boxes;        // 64-column boxes a group a stage (columns a stage = 64 · boxes)
+    int ahead;        // stages in flight while one is consumed
+};
+
+__device__ __forceinline__ uint32_t smem_u32(const void* p) { return uint32_t(__cvta_generic_to_shared(p)); }
+
+__global__ void __launch_bounds__(kThreads, 1) stream(const __grid_constant__ CUtensorMap map, Variant v, uint32_t* sink) {
+    extern __shared__ unsigned char raw[];
+    unsigned char* base = raw + ((1024u - (smem_u32(raw) & 1023u)) & 1023u);
+    __shared__ uint64_t full[kMaxStages];
+    __shared__ int groups[kMaxG];
+    __shared__ int G;
+    if (threadIdx.x == 0) {
+        int n = 0;
+        if (v.contiguous) {
+            const int per = (kGroups + v.ctas - 1) / v.ctas, g0 = blockIdx.x * per;
+            for (int g = g0; g < min(kGroups, g0 + per) && n < kMaxG; ++g) groups[n++] = g;
+        } else {
+            for (int g = blockIdx.x; g < kGroups && n < kMaxG; g += v.ctas) groups[n++] = g;
+        }
+        G = n;
+        for (int s = 0; s <= v.ahead; ++s)
+            asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_u32(&full[s])));
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+    const int stages = v.ahead + 1, chunks = D / (kBoxCols * v.boxes);
+    const int stage_bytes = G * v.boxes * kBoxBytes;
+    auto issue = [&](int ch) {
+        const int s = ch % stages;
+        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(&full[s])),
+                     "r"(stage_bytes) : "memory");
+        for (int gi = 0; gi < G; ++gi)
+            for (int b = 0; b < v.boxes; ++b) {
+                unsigned char* dst = base + size_t(s) * stage_bytes + size_t(gi * v.boxes + b) * kBoxBytes;
+                asm volatile(
+                    "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, "
+                    "%3}], [%4];" ::"r"(smem_u32(dst)),
+                    "l"(reinterpret_cast<uint64_t>(&map)), "r"((ch * v.boxes + b) * kBoxCols), "r"(groups[gi] * kGroupRows),
+                    "r"(smem_u32(&full[s]))
+                    : "memory");
+            }
+    };
+    if (G == 0) return;
+    if (threadIdx.x == 0)
+        for (int ch = 0; ch < min(v.ahead, chunks); ++ch) issue(ch);
+    uint32_t acc = 0;
+    for (int ch = 0; ch < chunks; ++ch) {
+        const int s = ch % stages;
+        const uint32_t parity = uint32_t(ch / stages) & 1u;
+        uint32_t done = 0;
+        while (!done)
+            asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}"
+                         : "=r"(done) : "r"(smem_u32(&full[s])), "r"(parity) : "memory");
+        acc += reinterpret_cast<const uint32_t*>(base + size_t(s) * stage_bytes)[threadIdx.x];  // touch the stage
+        __syncthreads();  // every thread is done with stage (ch - 1) % stages
+        if (threadIdx.x == 0 && ch + v.ahead < chunks) issue(ch + v.ahead);
+    }
+    if (acc == 0x12345678u) sink[0] = acc;  // keeps the reads
+}
+
+void check(cudaError_t e, const char* what) {
+    if (e != cudaSuccess) {
+        fprintf(stderr, "stream-probe: %s: %s\n", what, cudaGetErrorString(e));
+        exit(1);
+    }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const int reps = argc > 1 ? atoi(argv[1]) : 30;
+    using Encode = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
+                                const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
+                                CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+    void* f = nullptr;
+    cudaDriverEntryPointQueryResult q{};
+    check(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &q), "encoder");
+    const Encode encode = reinterpret_cast<Encode>(f);
+    constexpr int kSets = 4;
+    const size_t bytes = size_t(N) * D * 2;
+    std::vector<void*> w(kSets);
+    std::vector<CUtensorMap> maps(kSets);
+    for (int i = 0; i < kSets; ++i) {
+        check(cudaMalloc(&w[i], bytes), "cudaMalloc");
+        check(cudaMemset(w[i], 0x3c + i, bytes), "cudaMemset");
+        const cuuint64_t dims[2] = {D, N}, strides[1] = {cuuint64_t(D) * 2};
+        const cuuint32_t box[2] = {kBoxCols, kGroupRows}, elem[2] = {1, 1};
+        if (encode(&maps[i], CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, w[i], dims, strides, box, elem,
+                   CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                   CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS) {
+            fprintf(stderr, "stream-probe: encoding failed\n");
+            return 1;
+        }
+    }
+    uint32_t* sink;
+    check(cudaMalloc(&sink, 4), "cudaMalloc");
+    check(cudaFuncSetAttribute(stream, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemLimit + 1024), "smem");
+    int sms = 0;
+    check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), "sms");
+    std::vector<Variant> vs;
+    for (int ctas : {76, sms, 2 * sms})
+        for (bool contiguous : {false, true})
+            for (int boxes : {1, 2, 4}) {
+                const int G = std::min(kMaxG, (kGroups + ctas - 1) / ctas);
+                const int per_cta_smem = ctas > sms ? kSmemLimit / 2 : kSmemLimit;
+                const int stage = G * boxes * kBoxBytes, max_ahead = std::min(kMaxStages, per_cta_smem / stage) - 1;
+                for (int ahead : {2, 4, max_ahead})
+                    if (ahead < max_ahead || (ahead == max_ahead && (vs.empty() || vs.back().ahead != ahead ||
+                                                                     vs.back().boxes != boxes)))
+                        vs.push_back({ctas, contiguous, boxes, ahead});
+            }
+    cudaEvent_t e0, e1;
+    check(cudaEventCreate(&e0), "event");
+    check(cudaEventCreate(&e1), "event");
+    printf("| CTAs | groups a CTA | columns a stage | stages in flight | KB in flight a CTA | µs (median of %d) | TB/s |\n", reps);
+    printf("|---|---|---|---|---|---|---|\n");
+    for (const Variant& v : vs) {
+        const int G = std::min(kMaxG, (kGroups + v.ctas - 1) / v.ctas);
+        if (G * v.ctas < kGroups) continue;  // would not cover the weight
+        const size_t smem = size_t(v.ahead + 1) * G * v.boxes * kBoxBytes + 1024;
+        std::vector<float> t;
+        for (int r = 0; r < reps + 2; ++r) {
+            check(cudaEventRecord(e0), "record");
+            for (int i = 0; i < kSets; ++i) stream<<<v.ctas, kThreads, smem>>>(maps[i], v, sink);
+            check(cudaEventRecord(e1), "record");
+            check(cudaEventSynchronize(e1), "sync");
+            float ms = 0;
+            check(cudaEventElapsedTime(&ms, e0, e1), "elapsed");
+            if (r >= 2) t.push_back(ms * 1000.0f / kSets);
+        }
+        check(cudaGetLastError(), "launch");
+        std::sort(t.begin(), t.end());
+        const float us = t[t.size() / 2];
+        printf("| %d | %d %s | %d | %d | %d | %.1f | %.2f |\n", v.ctas, G, v.contiguous ? "contiguous" : "round-robin",
+               v.boxes * kBoxCols, v.ahead, v.ahead * G * v.boxes * kBoxBytes / 1024, us, bytes / (us * 1e-6) / 1e12);
+    }
+    return 0;
+}
