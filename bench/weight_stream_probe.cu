@@ -25,11 +25,16 @@ struct Variant {
     bool contiguous;  // groups: a contiguous band per CTA (else round-robin: g ≡ cta mod ctas)
     int boxes;        // 64-column boxes a group a stage (columns a stage = 64 · boxes)
     int ahead;        // stages in flight while one is consumed
+    bool tall;        // contiguous only: one box of all the CTA's rows (16·G) a 64-column step
+    bool lanes;       // the boxes of a stage issued by lanes of warp 0, one each (else thread 0 alone)
+    int tall_groups;  // rows of a tall box / 16 (the tensor map's box; a short last band reads zeros past N)
 };
 
 __device__ __forceinline__ uint32_t smem_u32(const void* p) { return uint32_t(__cvta_generic_to_shared(p)); }
 
-__global__ void __launch_bounds__(kThreads, 1) stream(const __grid_constant__ CUtensorMap map, Variant v, uint32_t* sink) {
+__global__ void __launch_bounds__(kThreads, 1) stream(const __grid_constant__ CUtensorMap map,
+                                                      const __grid_constant__ CUtensorMap tall_map, Variant v,
+                                                      uint32_t* sink) {
     extern __shared__ unsigned char raw[];
     unsigned char* base = raw + ((1024u - (smem_u32(raw) & 1023u)) & 1023u);
     __shared__ uint64_t full[kMaxStages];
@@ -50,24 +55,30 @@ __global__ void __launch_bounds__(kThreads, 1) stream(const __grid_constant__ CU
     }
     __syncthreads();
     const int stages = v.ahead + 1, chunks = D / (kBoxCols * v.boxes);
-    const int stage_bytes = G * v.boxes * kBoxBytes;
+    const int stage_bytes = (v.tall ? v.tall_groups : G) * v.boxes * kBoxBytes;
+    // thread t of warp 0 issues the boxes t, t + 32, ... (one issuer: thread 0 issues them all)
     auto issue = [&](int ch) {
-        const int s = ch % stages;
-        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(&full[s])),
-                     "r"(stage_bytes) : "memory");
-        for (int gi = 0; gi < G; ++gi)
-            for (int b = 0; b < v.boxes; ++b) {
-                unsigned char* dst = base + size_t(s) * stage_bytes + size_t(gi * v.boxes + b) * kBoxBytes;
-                asm volatile(
-                    "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, "
-                    "%3}], [%4];" ::"r"(smem_u32(dst)),
-                    "l"(reinterpret_cast<uint64_t>(&map)), "r"((ch * v.boxes + b) * kBoxCols), "r"(groups[gi] * kGroupRows),
-                    "r"(smem_u32(&full[s]))
-                    : "memory");
-            }
+        const int s = ch % stages, issuers = v.lanes ? 32 : 1;
+        if (!v.lanes && threadIdx.x != 0) return;
+        if (threadIdx.x == 0)
+            asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(&full[s])),
+                         "r"(stage_bytes) : "memory");
+        if (v.lanes) __syncwarp();
+        const int nbox = v.tall ? v.boxes : G * v.boxes;
+        for (int i = threadIdx.x; i < nbox; i += issuers) {
+            const int gi = v.tall ? 0 : i / v.boxes, b = v.tall ? i : i % v.boxes;
+            const int box_bytes = v.tall ? v.tall_groups * kBoxBytes : kBoxBytes;
+            unsigned char* dst = base + size_t(s) * stage_bytes + size_t(i) * box_bytes;
+            asm volatile(
+                "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, "
+                "%3}], [%4];" ::"r"(smem_u32(dst)),
+                "l"(reinterpret_cast<uint64_t>(v.tall ? &tall_map : &map)), "r"((ch * v.boxes + b) * kBoxCols),
+                "r"(groups[gi] * kGroupRows), "r"(smem_u32(&full[s]))
+                : "memory");
+        }
     };
     if (G == 0) return;
-    if (threadIdx.x == 0)
+    if (threadIdx.x < 32)
         for (int ch = 0; ch < min(v.ahead, chunks); ++ch) issue(ch);
     uint32_t acc = 0;
     for (int ch = 0; ch < chunks; ++ch) {
@@ -79,7 +90,7 @@ __global__ void __launch_bounds__(kThreads, 1) stream(const __grid_constant__ CU
                          : "=r"(done) : "r"(smem_u32(&full[s])), "r"(parity) : "memory");
         acc += reinterpret_cast<const uint32_t*>(base + size_t(s) * stage_bytes)[threadIdx.x];  // touch the stage
         __syncthreads();  // every thread is done with stage (ch - 1) % stages
-        if (threadIdx.x == 0 && ch + v.ahead < chunks) issue(ch + v.ahead);
+        if (threadIdx.x < 32 && ch + v.ahead < chunks) issue(ch + v.ahead);
     }
     if (acc == 0x12345678u) sink[0] = acc;  // keeps the reads
 }
@@ -106,16 +117,24 @@ int main(int argc, char** argv) {
     const size_t bytes = size_t(N) * D * 2;
     std::vector<void*> w(kSets);
     std::vector<CUtensorMap> maps(kSets);
+    std::vector<CUtensorMap> tall[3];  // box rows 96, 48, 32: 6, 3, 2 groups
+    const int tall_rows[3] = {96, 48, 32};
     for (int i = 0; i < kSets; ++i) {
         check(cudaMalloc(&w[i], bytes), "cudaMalloc");
         check(cudaMemset(w[i], 0x3c + i, bytes), "cudaMemset");
         const cuuint64_t dims[2] = {D, N}, strides[1] = {cuuint64_t(D) * 2};
-        const cuuint32_t box[2] = {kBoxCols, kGroupRows}, elem[2] = {1, 1};
-        if (encode(&maps[i], CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, w[i], dims, strides, box, elem,
-                   CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                   CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS) {
-            fprintf(stderr, "stream-probe: encoding failed\n");
-            return 1;
+        const cuuint32_t elem[2] = {1, 1};
+        for (int k = -1; k < 3; ++k) {
+            const cuuint32_t box[2] = {kBoxCols, cuuint32_t(k < 0 ? kGroupRows : tall_rows[k])};
+            CUtensorMap m;
+            if (encode(&m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, w[i], dims, strides, box, elem,
+                       CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                       CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS) {
+                fprintf(stderr, "stream-probe: encoding failed\n");
+                return 1;
+            }
+            if (k < 0) maps[i] = m;
+            else tall[k].push_back(m);
         }
     }
     uint32_t* sink;
@@ -125,21 +144,21 @@ int main(int argc, char** argv) {
     check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), "sms");
     std::vector<Variant> vs;
     for (int ctas : {76, sms, 2 * sms})
-        for (bool contiguous : {false, true})
-            for (int boxes : {1, 2, 4}) {
+        for (int mode = 0; mode < 4; ++mode)  // round-robin; contiguous; contiguous, lanes issue; tall boxes
+            for (int boxes : {1, 2, 4, 8}) {
                 const int G = std::min(kMaxG, (kGroups + ctas - 1) / ctas);
                 const int per_cta_smem = ctas > sms ? kSmemLimit / 2 : kSmemLimit;
                 const int stage = G * boxes * kBoxBytes, max_ahead = std::min(kMaxStages, per_cta_smem / stage) - 1;
-                for (int ahead : {2, 4, max_ahead})
-                    if (ahead < max_ahead || (ahead == max_ahead && (vs.empty() || vs.back().ahead != ahead ||
-                                                                     vs.back().boxes != boxes)))
-                        vs.push_back({ctas, contiguous, boxes, ahead});
+                if (max_ahead < 2) continue;
+                for (int ahead : {2, max_ahead})
+                    if (ahead < max_ahead || ahead == max_ahead)
+                        vs.push_back({ctas, mode > 0, boxes, ahead, mode == 3, mode == 2, G});
             }
     cudaEvent_t e0, e1;
     check(cudaEventCreate(&e0), "event");
     check(cudaEventCreate(&e1), "event");
-    printf("| CTAs | groups a CTA | columns a stage | stages in flight | KB in flight a CTA | µs (median of %d) | TB/s |\n", reps);
-    printf("|---|---|---|---|---|---|---|\n");
+    printf("| CTAs | groups a CTA | boxes | columns a stage | stages in flight | KB in flight a CTA | µs (median of %d) | TB/s |\n", reps);
+    printf("|---|---|---|---|---|---|---|---|\n");
     for (const Variant& v : vs) {
         const int G = std::min(kMaxG, (kGroups + v.ctas - 1) / v.ctas);
         if (G * v.ctas < kGroups) continue;  // would not cover the weight
@@ -147,7 +166,8 @@ int main(int argc, char** argv) {
         std::vector<float> t;
         for (int r = 0; r < reps + 2; ++r) {
             check(cudaEventRecord(e0), "record");
-            for (int i = 0; i < kSets; ++i) stream<<<v.ctas, kThreads, smem>>>(maps[i], v, sink);
+            const int k = G == 6 ? 0 : G == 3 ? 1 : 2;
+            for (int i = 0; i < kSets; ++i) stream<<<v.ctas, kThreads, smem>>>(maps[i], tall[k][size_t(i)], v, sink);
             check(cudaEventRecord(e1), "record");
             check(cudaEventSynchronize(e1), "sync");
             float ms = 0;
@@ -157,7 +177,8 @@ int main(int argc, char** argv) {
         check(cudaGetLastError(), "launch");
         std::sort(t.begin(), t.end());
         const float us = t[t.size() / 2];
-        printf("| %d | %d %s | %d | %d | %d | %.1f | %.2f |\n", v.ctas, G, v.contiguous ? "contiguous" : "round-robin",
+        printf("| %d | %d %s | %s | %d | %d | %d | %.1f | %.2f |\n", v.ctas, G, v.contiguous ? "contiguous" : "round-robin",
+               v.tall ? "one 16G x 64 box a step" : v.lanes ? "16 x 64, lanes issue" : "16 x 64, thread 0 issues",
                v.boxes * kBoxCols, v.ahead, v.ahead * G * v.boxes * kBoxBytes / 1024, us, bytes / (us * 1e-6) / 1e12);
     }
     return 0;

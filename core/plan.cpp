@@ -143,7 +143,7 @@ Plan Plan::build(const Config& cfg, const PlanParams& params) {
         l.push_back({int32_t(Op::ATTN_MIX), j, 0, 0});
         l.push_back({int32_t(Op::ATTN_X), j, 0, 0});
     }
-    for (int g = 0; g < p.n_groups_; ++g) {  // gemv groups round-robin; each CTA's first prefetch leads its list
+    for (int g = 0; g < p.n_groups_; ++g) {  // gemv groups in contiguous bands, in order
         auto& l = p.instrs_[size_t(p.gemv_cta(g))];
         l.push_back({int32_t(Op::GEMV_PREFETCH), g, 0, 0});
         l.push_back({int32_t(Op::GEMV_GROUP), g, 0, 0});

@@ -99,7 +99,11 @@ public:
 
     // Who owns what.
     int gate_cta(int row) const { return row % n_attn_; }
-    int gemv_cta(int group) const { return n_attn_ + group % n_gemv(); }
+    // in_proj groups in contiguous bands of groups_per_gemv_cta() (the last band may be shorter and
+    // trailing gemv CTAs may get none): a CTA's rows are one block of the weight, which the copy
+    // engine fetches in a few tall boxes (kernels/kda_gemv_batch.hpp)
+    int groups_per_gemv_cta() const { return (n_groups_ + n_gemv() - 1) / n_gemv(); }
+    int gemv_cta(int group) const { return n_attn_ + group / groups_per_gemv_cta(); }
     int kda_task_index(int r, int h, int chunk) const { return (r * cfg_.H + h) * n_chunks_ + chunk; }
     int kda_cta(int r, int h, int chunk) const { return kda_task_index(r, h, chunk) % blocks(); }
     int group_of_col(int proj_col) const { return proj_col / params_.gemv_group_rows; }

@@ -24,6 +24,7 @@ constexpr int kMaxS = 64, kMaxL = 8, kMaxNb = 8;
 }  // namespace k3
 
 constexpr int kThreads = 256;
+constexpr int kTraceWords = 64;  // per CTA: [0] entry, [1] x seen, [2 + step] weight step landed, [62] pass end, [63] exit
 
 enum KdaErrorCode : uint32_t {
     kErrNone = 0,
@@ -69,6 +70,7 @@ struct KdaArgs {
     uint32_t* done;    // CTAs finished in this launch; the last resets it
     KdaErrorRecord* error;
     uint64_t poll_timeout_ns;
+    uint64_t* trace;  // null, or kTraceWords clock stamps a CTA (MONOKDA_TRACE, docs/performance.md)
 };
 
 }  // namespace monokda::gpu

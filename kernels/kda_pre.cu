@@ -4,6 +4,9 @@
 // launch, and the error word turned into an error naming what went wrong.
 // The same file builds with nvcc (sm_90a) and hipcc (gfx90a, gfx940).
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -154,6 +157,7 @@ __global__ void __launch_bounds__(kThreads, 1) kda_pre_kernel(const KdaArgs a, c
         }
         c.instr = -1;
         c.prefetched = -1;
+        if (a.trace) a.trace[blockIdx.x * kTraceWords] = now_ns();
         c.x_seen = 0;
     }
     for (int i = threadIdx.x; i < int(sizeof(c.proj_seen) / 4); i += kThreads) c.proj_seen[i] = 0;
@@ -168,6 +172,7 @@ __global__ void __launch_bounds__(kThreads, 1) kda_pre_kernel(const KdaArgs a, c
     async_wait<0>();
     __syncthreads();
     if (threadIdx.x == 0) {
+        if (a.trace) a.trace[blockIdx.x * kTraceWords + kTraceWords - 1] = now_ns();
         __threadfence();
         if (atomicAdd(a.done, 1u) == gridDim.x - 1) {  // the last CTA of the launch advances the epoch
             atomicExch(a.done, 0u);
@@ -184,9 +189,9 @@ void check_hip(hipError_t e, const char* what) {
 std::string ss(int64_t v) { return std::to_string(v); }
 
 #if MONOKDA_NVIDIA
-// The in_proj weight [N, D] bf16 as 16-row × 64-column boxes with the 128-byte swizzle
-// (kda_gemv_batch.hpp). The encoder is the driver's, fetched once through the runtime, so the
-// build links no driver library.
+// The in_proj weight [N, D] bf16 as 64-column boxes of a band (16 · kBatchGroups rows) and of one
+// group (16 rows), with the 128-byte swizzle (kda_gemv_batch.hpp). The encoder is the driver's,
+// fetched once through the runtime, so the build links no driver library.
 void encode_weight_map(WeightMap& m, const bf16* w) {
     using Encode = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
                                 const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
@@ -202,12 +207,15 @@ void encode_weight_map(WeightMap& m, const bf16* w) {
     }();
     const cuuint64_t dims[2] = {cuuint64_t(k3::D), cuuint64_t(k3::N)};
     const cuuint64_t strides[1] = {cuuint64_t(k3::D) * 2};
-    const cuuint32_t box[2] = {cuuint32_t(kBoxCols), cuuint32_t(k3::kGroupRows)};
     const cuuint32_t elem[2] = {1, 1};
-    const CUresult r = encode(&m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<bf16*>(w), dims, strides, box, elem,
-                              CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                              CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    if (r != CUDA_SUCCESS) throw GpuError("kda_pre: encoding the in_proj weight's tensor map failed (CUresult " + ss(int64_t(r)) + ")");
+    for (CUtensorMap* map : {&m.band, &m.group}) {
+        const cuuint32_t box[2] = {cuuint32_t(kBoxCols), cuuint32_t(map == &m.band ? kBandRows : k3::kGroupRows)};
+        const CUresult r = encode(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<bf16*>(w), dims, strides, box,
+                                  elem, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                  CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+        if (r != CUDA_SUCCESS)
+            throw GpuError("kda_pre: encoding the in_proj weight's tensor map failed (CUresult " + ss(int64_t(r)) + ")");
+    }
 }
 #endif
 
@@ -265,10 +273,12 @@ struct KdaLauncher::Impl {
     uint32_t* d_flags = nullptr;
     uint32_t* d_counters = nullptr;  // [0] epoch, [1] done
     KdaErrorRecord* d_error = nullptr;
+    uint64_t* d_trace = nullptr;  // MONOKDA_TRACE=FILE: per-CTA clock stamps, written after each check()
+    std::string trace_path;
 
     explicit Impl(const Plan& p) : plan(p) {}
     ~Impl() {
-        for (void* q : {(void*)d_plan, (void*)d_tagged, (void*)d_flags, (void*)d_counters, (void*)d_error})
+        for (void* q : {(void*)d_plan, (void*)d_tagged, (void*)d_flags, (void*)d_counters, (void*)d_error, (void*)d_trace})
             if (q) (void)hipFree(q);
     }
 };
@@ -311,6 +321,11 @@ KdaLauncher::KdaLauncher(const Plan& plan, const LaunchOptions& opt) : impl_(new
     check_hip(hipMemset(m.d_flags, 0, std::max<size_t>(flags, 1) * 4), "clearing mailboxes");
     check_hip(hipMemset(m.d_counters, 0, 2 * 4), "clearing the epoch");
     check_hip(hipMemset(m.d_error, 0, sizeof(KdaErrorRecord)), "clearing the error word");
+    if (const char* tp = std::getenv("MONOKDA_TRACE")) {  // a measuring aid: clock stamps of every CTA
+        m.trace_path = tp;
+        check_hip(hipMalloc(&m.d_trace, size_t(plan.blocks()) * kTraceWords * 8), "allocating the trace");
+        check_hip(hipMemset(m.d_trace, 0, size_t(plan.blocks()) * kTraceWords * 8), "clearing the trace");
+    }
     auto kernel = opt.exact_in_proj ? &kda_pre_kernel<true> : &kda_pre_kernel<false>;
     check_hip(hipFuncSetAttribute(reinterpret_cast<const void*>(kernel), hipFuncAttributeMaxDynamicSharedMemorySize,
                                   int(kSmemBytes)),
@@ -357,6 +372,7 @@ void KdaLauncher::launch(const KdaTensors& t, void* stream) {
     a.epoch = impl_->d_counters, a.done = impl_->d_counters + 1;
     a.error = impl_->d_error;
     a.poll_timeout_ns = uint64_t(impl_->opt.poll_timeout_ms) * 1000000ull;
+    a.trace = impl_->d_trace;
     WeightMap wmap{};
 #if MONOKDA_NVIDIA
     encode_weight_map(wmap, a.in_proj_w);
@@ -370,6 +386,23 @@ void KdaLauncher::launch(const KdaTensors& t, void* stream) {
 
 void KdaLauncher::check(void* stream) {
     check_hip(hipStreamSynchronize(static_cast<hipStream_t>(stream)), "kernel execution");
+    if (impl_->d_trace) {  // one line a CTA: its stamps in ns, relative to the earliest entry
+        std::vector<uint64_t> t(size_t(impl_->plan.blocks()) * kTraceWords);
+        check_hip(hipMemcpy(t.data(), impl_->d_trace, t.size() * 8, hipMemcpyDeviceToHost), "reading the trace");
+        uint64_t t0 = ~0ull;
+        for (int b = 0; b < impl_->plan.blocks(); ++b) t0 = std::min(t0, t[size_t(b) * kTraceWords]);
+        if (FILE* f = std::fopen(impl_->trace_path.c_str(), "a")) {
+            for (int b = 0; b < impl_->plan.blocks(); ++b) {
+                std::fprintf(f, "cta %d", b);
+                for (int k = 0; k < kTraceWords; ++k) {
+                    const uint64_t v = t[size_t(b) * kTraceWords + k];
+                    std::fprintf(f, " %lld", v ? (long long)(v - t0) : -1ll);
+                }
+                std::fprintf(f, "\n");
+            }
+            std::fclose(f);
+        }
+    }
     KdaErrorRecord e{};
     check_hip(hipMemcpy(&e, impl_->d_error, sizeof e, hipMemcpyDeviceToHost), "reading the error word");
     if (e.code == kErrNone) return;

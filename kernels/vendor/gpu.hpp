@@ -17,11 +17,14 @@
 #error "kernels/: unknown GPU platform: compile with nvcc (NVIDIA) or hipcc (AMD)"
 #endif
 
-// The in_proj weight as the copy engine sees it (NVIDIA: a tensor map the launcher encodes, read by
-// the gemv pass through its kernel-parameter address; AMD: unused, the weight is read directly).
+// The in_proj weight as the copy engine sees it (NVIDIA: tensor maps the launcher encodes, read by
+// the gemv pass through their kernel-parameter address; AMD: unused, the weight is read directly).
 #if MONOKDA_NVIDIA
 #include <cuda.h>  // CUtensorMap and its enums (types only; the encoder is fetched at run time)
-using WeightMap = CUtensorMap;
+struct WeightMap {
+    CUtensorMap band;   // boxes of a gemv CTA's whole band of rows (kda_gemv_batch.hpp)
+    CUtensorMap group;  // boxes of one 16-row group, for a CTA whose groups are not one band
+};
 #define MONOKDA_GRID_CONSTANT __grid_constant__
 #else
 struct WeightMap {
@@ -59,7 +62,7 @@ __device__ __forceinline__ uint32_t ld_relaxed32(const uint32_t* p) {
 }
 // s_memrealtime counts at a fixed 100 MHz on gfx9 parts.
 __device__ __forceinline__ uint64_t now_ns() { return __builtin_amdgcn_s_memrealtime() * 10ull; }
-__device__ __forceinline__ void pause() { __builtin_amdgcn_s_sleep(2); }
+__device__ __forceinline__ void pause(uint32_t = 0) { __builtin_amdgcn_s_sleep(2); }
 // Bulk hand-off data (x, proj, qkv) is read after an agent-scope acquire, which invalidates the
 // CU's L1, so a plain load is coherent.
 __device__ __forceinline__ uint4 ld_cg16(const void* p) { return *static_cast<const uint4*>(p); }
@@ -98,7 +101,7 @@ __device__ __forceinline__ uint64_t now_ns() {
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
     return t;
 }
-__device__ __forceinline__ void pause() { __nanosleep(100); }
+__device__ __forceinline__ void pause(uint32_t ns = 100) { __nanosleep(ns); }
 // L2-coherent 16-byte load for data another CTA wrote in this launch.
 __device__ __forceinline__ uint4 ld_cg16(const void* p) { return __ldcg(static_cast<const uint4*>(p)); }
 __device__ __forceinline__ uint16_t ld_cg_u16(const void* p) { return __ldcg(static_cast<const unsigned short*>(p)); }

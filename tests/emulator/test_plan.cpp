@@ -72,20 +72,34 @@ TEST_CASE("k3 plan at 132 CTAs: 56 attn + 76 gemv CTAs, 393 row groups, 192 kda 
     CHECK(p.entries(Mailbox::ONRM) == 8 * 12 * 8);
     check_structure(p);
 
-    // roles: CTAs 0..55 start with ATTN_PART of their own slice, 56.. with the prefetch of their first group
+    // roles: CTAs 0..55 start with ATTN_PART of their own slice; gemv CTAs 56..121 with the prefetch
+    // of the first group of their band (6 contiguous groups; the last band 3), 122..131 own none
     for (int cta = 0; cta < 56; ++cta) {
         CHECK(p.instrs(cta)[0].opcode() == Op::ATTN_PART);
         CHECK(p.instrs(cta)[0].a == cta);
     }
+    CHECK(p.groups_per_gemv_cta() == 6);
     std::set<int> groups;
     for (int cta = 56; cta < 132; ++cta) {
         const auto& l = p.instrs(cta);
         REQUIRE(l.size() >= 2);
-        CHECK(l[0].opcode() == Op::GEMV_PREFETCH);  // weights issued before x exists
-        CHECK(l[1].opcode() == Op::GEMV_GROUP);
-        CHECK(l[0].a == l[1].a);
+        std::vector<int> band;
         for (const Instr& in : l)
-            if (in.opcode() == Op::GEMV_GROUP) CHECK(groups.insert(in.a).second);
+            if (in.opcode() == Op::GEMV_GROUP) {
+                CHECK(groups.insert(in.a).second);
+                band.push_back(in.a);
+            }
+        const int first = (cta - 56) * 6;
+        const size_t expect = size_t(std::max(0, std::min(6, 393 - first)));
+        CHECK(band.size() == expect);
+        for (size_t i = 0; i < band.size(); ++i) CHECK(band[i] == first + int(i));  // one contiguous band, in order
+        if (expect > 0) {
+            CHECK(l[0].opcode() == Op::GEMV_PREFETCH);  // weights issued before x exists
+            CHECK(l[1].opcode() == Op::GEMV_GROUP);
+            CHECK(l[0].a == l[1].a);
+        } else {
+            CHECK(l[0].opcode() == Op::KDA_LOAD);
+        }
     }
     CHECK(groups.size() == 393);
     // the gate of row t runs on CTA t mod 56, after that CTA's partials
