@@ -42,8 +42,33 @@ struct Envelope {
     std::string plan_order;
     std::string plan_order_reference_digest;      // file_digest of that reference's outputs
     std::vector<TensorDiff> plan_order_distance;  // empty or one per output, in `outputs` order
+    // Empty while the bounds are the measured ones; else what widen() did to them (saved as
+    // "widening" in the file, printed by format_envelope_checks).
+    std::string widening;
     const EnvelopeBound* find(const std::string& name) const;
 };
+
+// A widening for a candidate that is more than a reordering of the reference's f32 sums in some
+// stage (SPEC §5: "widened for tensor-core accumulation where a stage uses it"). On each output it
+// names, the orders' worst distance is scaled before the envelope's margins apply:
+//   differing fraction (1 − identical), rel-L2, max abs: × spread;  row ulp: × spread + row_ulp_floor.
+// The other outputs keep their bounds.
+struct Widening {
+    std::string reason;
+    std::vector<std::string> outputs;
+    double spread = 1;
+    double row_ulp_floor = 0;  // bf16 ulps at row scale (not applied to ssm_state, judged without it)
+};
+// A copy of `env` whose bounds are widened by `w` (per_order keeps the measured distances).
+Envelope widen(const Envelope& env, const Widening& w);
+// The GPU kernel's in_proj on the matrix unit (mma: bf16 products summed in f32 in the unit's own
+// order and alignment, not an order of rounded f32 adds): proj and everything computed from it
+// (g1, qkv, o, core_out, ssm_state; x is upstream) may move further than a reorder of f32 sums.
+// Spread 4/3 and row ulp + 0.5: with the margins, rel-L2 and max abs ≤ 2 × the worst (the factor of
+// the rule the GPU test used before; max abs one binade up), row ulp ≤ 4/3 × the worst + 1 (one ulp
+// more). The H200 sweep stayed inside even the measured bounds (docs/kernel.md), so this is a guard
+// on the quantised metrics, not room the kernel uses.
+Widening matrix_unit_in_proj_widening();
 
 // The orders used by default: n of them, from a fixed list (sequential, pairwise, splits, shuffles).
 std::vector<std::string> default_envelope_orders(int n);
@@ -51,8 +76,9 @@ std::vector<std::string> default_envelope_orders(int n);
 std::string inputs_digest(const StepInputs& in);
 std::string file_digest(const TensorFile& f);  // FNV-1a 64 over every tensor's name, size and 64-bit words, hex
 
-// Runs the f64 oracle once and the f32 reference once per order (OpenMP over orders).
-Envelope build_envelope(const StepInputs& in, const std::vector<std::string>& orders);
+// Runs the f64 oracle once and the f32 reference once per order (OpenMP over orders). The oracle's
+// outputs go to *oracle_out when given, for checking a candidate without running it again.
+Envelope build_envelope(const StepInputs& in, const std::vector<std::string>& orders, TensorFile* oracle_out = nullptr);
 
 struct EnvelopeCheck {
     std::string name;

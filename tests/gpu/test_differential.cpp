@@ -4,13 +4,15 @@
 //   stage by stage: each reference stage fed with the kernel's exported hand-offs, evaluated in
 //     the plan's reduction order, must give the kernel's stage output (>= 99.9 % bit-identical,
 //     <= 1 bf16 ulp at row scale);
-//   end to end against the sequential reference: order-sensitive tensors inside the envelope that
-//     permuted reduction orders of the reference itself span (measured here, on the same fixture).
+//   end to end: the order-sensitive tensors' distance from the f64 oracle inside the emulator's
+//     reduction-order envelope (emulator/envelope.hpp), measured here on the same fixture and
+//     widened for the matrix unit's in_proj; logged against the sequential reference too.
 // MONOKDA_GPU_SWEEP=quick runs a handful of cases; the default is the whole sweep.
+// MONOKDA_GPU_ENVELOPE=0 skips the envelope (its reference runs and the oracle).
 #include <algorithm>
 #include <cstring>
-#include <map>
 
+#include "emulator/envelope.hpp"
 #include "tests/gpu/gpu_harness.hpp"
 
 using namespace monokda;
@@ -44,25 +46,9 @@ std::vector<Case> sweep() {
     return out;
 }
 
-struct Envelope {
-    double mismatch = 0, row_ulp = 0, rel_l2 = 0;
-};
-
-// How far the reference moves from its own sequential order under other orders, per tensor.
-std::map<std::string, Envelope> envelope(const StepInputs& in, const TensorFile& seq) {
-    std::map<std::string, Envelope> env;
-    for (const char* o : {"pairwise", "split:7", "shuffle:11", "shuffle:12"}) {
-        const TensorFile f = ref::run<float>(in, ReductionOrder::parse(o)).to_file(in.cfg);
-        for (const char* n : {"x", "proj", "g1", "qkv", "o", "core_out", "ssm_state"}) {
-            const TensorDiff d = diff_tensors(n, f.get(n), seq.get(n));
-            Envelope& e = env[n];
-            e.mismatch = std::max(e.mismatch, 1.0 - d.frac_identical);
-            e.row_ulp = std::max(e.row_ulp, d.max_row_ulp);
-            e.rel_l2 = std::max(e.rel_l2, d.rel_l2);
-        }
-    }
-    return env;
-}
+// Reference orders of the envelope: the emulator's k3 count (its margins were set for it); on the
+// GPU machine's 16 cores the eight runs go in one parallel wave.
+constexpr int kEnvelopeOrders = 8;
 
 }  // namespace
 
@@ -168,29 +154,31 @@ TEST_CASE("kda_pre matches the reference over the sweep (bit-exact, stage by sta
             CHECK_FALSE(d.nan_mismatch);
         }
 
-        // end to end against the sequential reference; envelope measured on some cases
-        const char* env_mode = std::getenv("MONOKDA_GPU_ENVELOPE");  // "0": skip the envelope runs
-        const bool with_envelope = (i % 6 == 0 || k.R * k.L == 64) && !(env_mode && std::string(env_mode) == "0");
-        std::map<std::string, Envelope> env;
-        if (with_envelope) env = envelope(in, rf);
-        for (const char* n : {"x", "proj", "g1", "qkv", "o", "core_out", "ssm_state"}) {
+        // end to end: against the sequential reference (logged), and on every sixth case and every
+        // S = 64 against the f64 oracle, inside the envelope of the reference's own orders (SPEC §5),
+        // widened for the matrix unit's in_proj (none with the exact-order body: a pure reorder)
+        for (const char* n : emu::kEnvelopeOutputs) {
             const TensorDiff d = diff_tensors(n, gf.get(n), rf.get(n));
-            std::string line = row(cname + " end-to-end", d);
-            if (with_envelope) {
-                const Envelope& e = env[n];
-                char b[160];
-                snprintf(b, sizeof b, " envelope: mismatch %.5f%%, row ulp %.3g, rel-L2 %.3g", 100 * e.mismatch,
-                         e.row_ulp, e.rel_l2);
-                line += b;
-                // inside the envelope, widened 2x plus a floor (documented in docs/kernel.md)
-                CHECK_MESSAGE(1.0 - d.frac_identical <= 2 * e.mismatch + 1e-4, n, " outside the envelope");
-                if (std::string(n) == "ssm_state")
-                    CHECK_MESSAGE(d.rel_l2 <= 2 * e.rel_l2 + 1e-7, n, " outside the envelope");
-                else
-                    CHECK_MESSAGE(d.max_row_ulp <= 2 * e.row_ulp + 1, n, " outside the envelope");
-            }
-            log_line("sweep.md", line);
+            log_line("sweep.md", row(cname + " end-to-end", d));
             CHECK_FALSE(d.nan_mismatch);
+        }
+        const char* env_mode = std::getenv("MONOKDA_GPU_ENVELOPE");  // "0": skip the envelope runs
+        if ((i % 6 == 0 || k.R * k.L == 64) && !(env_mode && std::string(env_mode) == "0")) {
+            TensorFile oracle;
+            const emu::Envelope measured = emu::build_envelope(in, emu::default_envelope_orders(kEnvelopeOrders), &oracle);
+            const emu::Envelope env =
+                exact_in_proj() ? measured : emu::widen(measured, emu::matrix_unit_in_proj_widening());
+            log_line("sweep.md", "| " + cname + " vs oracle | bounds " +
+                                     (env.widening.empty() ? "as measured" : "widened: " + env.widening) + " | | | | | |");
+            for (const emu::EnvelopeCheck& ch : emu::check_envelope(env, gf, oracle)) {
+                const emu::EnvelopeBound& m = *measured.find(ch.name);  // the orders' worst, unwidened
+                char b[600];
+                snprintf(b, sizeof b, " max abs %.3g; envelope (worst of %d orders): identical %.5f%%, row ulp %.3g, rel-L2 %.3g, max abs %.3g: %s%s%s",
+                         ch.diff.max_abs, kEnvelopeOrders, 100 * m.min_frac_identical, m.max_row_ulp, m.max_rel_l2, m.max_abs,
+                         ch.inside ? "inside" : "OUTSIDE", ch.inside ? "" : ": ", ch.why.c_str());
+                log_line("sweep.md", row(cname + " vs oracle", ch.diff) + b);
+                CHECK_MESSAGE(ch.inside, ch.name, " outside the envelope", env.widening.empty() ? "" : " (widened)", ": ", ch.why);
+            }
         }
     }
 }
