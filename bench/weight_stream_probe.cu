@@ -5,6 +5,10 @@
 // weight, as the plan deals them, or one contiguous band), how many columns a stage holds, and how
 // many stages are in flight. It isolates the weight stream's own rate from the rest of kda_pre.
 // Four weight copies are rotated so that L2 (60 MB) never holds the one being read.
+// `monokda-stream-probe REPS kernel-parts` times only the kernel's layout (bands, 4 tall boxes a
+// 256-column step, 2 ahead) with the gemv pass's other work added one part at a time: its matrix
+// products, its x copies, its sleeping wait; to find what slows the stream inside kda_pre.
+// Usage: monokda-stream-probe [REPS] [kernel-parts]
 #include <cuda.h>
 #include <cuda_runtime.h>
 
@@ -28,13 +32,20 @@ struct Variant {
     bool tall;        // contiguous only: one box of all the CTA's rows (16·G) a 64-column step
     bool lanes;       // the boxes of a stage issued by lanes of warp 0, one each (else thread 0 alone)
     int tall_groups;  // rows of a tall box / 16 (the tensor map's box; a short last band reads zeros past N)
+    // what the kernel's gemv pass does besides streaming (tall, 4 boxes a stage only), to find which
+    // part slows the stream inside kda_pre (docs/results/2026-11-30-h200-stream-probe.md):
+    int mma_tiles;    // 0: none; T: the pass's fragment loads and matrix products for T token tiles
+    int x_rows;       // 0: none; S: cp.async of S x rows × 256 columns a stage into a 2-stage ring
+    bool sleep_wait;  // wait like the kernel's bounded poll: 100 ns sleeps between tries
 };
 
 __device__ __forceinline__ uint32_t smem_u32(const void* p) { return uint32_t(__cvta_generic_to_shared(p)); }
 
 __global__ void __launch_bounds__(kThreads, 1) stream(const __grid_constant__ CUtensorMap map,
                                                       const __grid_constant__ CUtensorMap tall_map, Variant v,
-                                                      uint32_t* sink) {
+                                                      const uint16_t* x, uint32_t* sink) {
+    constexpr int kXRowWords = 256 / 2 + 4;
+    __shared__ __align__(16) uint32_t xs[2][8][kXRowWords];  // up to 8 rows: enough to load the copies
     extern __shared__ unsigned char raw[];
     unsigned char* base = raw + ((1024u - (smem_u32(raw) & 1023u)) & 1023u);
     __shared__ uint64_t full[kMaxStages];
@@ -81,17 +92,69 @@ __global__ void __launch_bounds__(kThreads, 1) stream(const __grid_constant__ CU
     if (threadIdx.x < 32)
         for (int ch = 0; ch < min(v.ahead, chunks); ++ch) issue(ch);
     uint32_t acc = 0;
+    float fa[6][4][4] = {};
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, cq = lane % 4, kw = warp % 4, ts = warp / 4;
+    auto issue_x = [&](int ch) {  // the kernel's x copies: S rows × 256 columns (rows past 8 share a stage row)
+        if (v.x_rows > 0 && ch < chunks)
+            for (int i = threadIdx.x; i < v.x_rows * 32; i += kThreads) {
+                const int r = i / 32, q = i % 32;
+                const uint32_t dst = smem_u32(&xs[ch % 2][r % 8][q * 4]);
+                asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst),
+                             "l"(x + size_t(r) * D + size_t(ch) * 256 + q * 8) : "memory");
+            }
+        asm volatile("cp.async.commit_group;" ::: "memory");
+    };
+    issue_x(0);
     for (int ch = 0; ch < chunks; ++ch) {
         const int s = ch % stages;
         const uint32_t parity = uint32_t(ch / stages) & 1u;
+        asm volatile("cp.async.wait_group 0;" ::: "memory");
         uint32_t done = 0;
-        while (!done)
+        while (!done) {
             asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}"
                          : "=r"(done) : "r"(smem_u32(&full[s])), "r"(parity) : "memory");
+            if (!done && v.sleep_wait) __nanosleep(100);
+        }
         acc += reinterpret_cast<const uint32_t*>(base + size_t(s) * stage_bytes)[threadIdx.x];  // touch the stage
         __syncthreads();  // every thread is done with stage (ch - 1) % stages
         if (threadIdx.x < 32 && ch + v.ahead < chunks) issue(ch + v.ahead);
+        issue_x(ch + 1);
+        if (v.mma_tiles > 0 && v.tall && v.boxes == 4) {  // kda_gemv_batch.hpp's products on this stage
+            const uint32_t* w = reinterpret_cast<const uint32_t*>(base + size_t(s) * stage_bytes) +
+                                size_t(kw) * v.tall_groups * kGroupRows * 32;
+#pragma unroll
+            for (int st = 0; st < 4; ++st) {
+                const int p0 = ((2 * st) ^ g) * 4 + cq, p1 = ((2 * st + 1) ^ g) * 4 + cq, word = (kw * 4 + st) * 8 + cq;
+                uint32_t b[4][2];
+#pragma unroll
+                for (int u = 0; u < 4; ++u) {
+                    b[u][0] = xs[ch % 2][g][word];
+                    b[u][1] = xs[ch % 2][g][word + 4];
+                }
+#pragma unroll
+                for (int gi = 0; gi < 6; ++gi) {
+                    if (gi < G) {
+                        const int r = gi * kGroupRows + g;
+                        const uint32_t a0 = w[r * 32 + p0], a1 = w[(r + 8) * 32 + p0];
+                        const uint32_t a2 = w[r * 32 + p1], a3 = w[(r + 8) * 32 + p1];
+#pragma unroll
+                        for (int u = 0; u < 4; ++u)
+                            if (ts + 2 * u < v.mma_tiles)
+                                asm volatile(
+                                    "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, "
+                                    "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+                                    : "+f"(fa[gi][u][0]), "+f"(fa[gi][u][1]), "+f"(fa[gi][u][2]), "+f"(fa[gi][u][3])
+                                    : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b[u][0]), "r"(b[u][1]));
+                    }
+                }
+            }
+        }
     }
+    asm volatile("cp.async.wait_group 0;" ::: "memory");
+    float fsum = 0;
+    for (int gi = 0; gi < 6; ++gi)
+        for (int u = 0; u < 4; ++u) fsum += fa[gi][u][0] + fa[gi][u][3];
+    if (fsum == 1234.5f) sink[1] = 1;
     if (acc == 0x12345678u) sink[0] = acc;  // keeps the reads
 }
 
@@ -138,7 +201,10 @@ int main(int argc, char** argv) {
         }
     }
     uint32_t* sink;
-    check(cudaMalloc(&sink, 4), "cudaMalloc");
+    check(cudaMalloc(&sink, 8), "cudaMalloc");
+    uint16_t* xbuf;
+    check(cudaMalloc(&xbuf, size_t(64) * D * 2), "cudaMalloc");
+    check(cudaMemset(xbuf, 0x3c, size_t(64) * D * 2), "cudaMemset");
     check(cudaFuncSetAttribute(stream, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemLimit + 1024), "smem");
     int sms = 0;
     check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), "sms");
@@ -152,13 +218,29 @@ int main(int argc, char** argv) {
                 if (max_ahead < 2) continue;
                 for (int ahead : {2, max_ahead})
                     if (ahead < max_ahead || ahead == max_ahead)
-                        vs.push_back({ctas, mode > 0, boxes, ahead, mode == 3, mode == 2, G});
+                        vs.push_back({ctas, mode > 0, boxes, ahead, mode == 3, mode == 2, G, 0, 0, false});
             }
+    if (argc > 2 && std::string(argv[2]) == "kernel-parts") {  // only the kernel's layout, part by part
+        vs.clear();
+        for (int ctas : {76, sms}) {
+            const int G = std::min(kMaxG, (kGroups + ctas - 1) / ctas);
+            for (int part = 0; part < 7; ++part) {
+                Variant v{ctas, true, 4, 2, true, false, G, 0, 0, false};
+                if (part == 1) v.mma_tiles = 1;
+                if (part == 2) v.mma_tiles = 8;
+                if (part == 3) v.x_rows = 1;
+                if (part == 4) v.x_rows = 64;
+                if (part == 5) v.sleep_wait = true;
+                if (part == 6) v.mma_tiles = 1, v.x_rows = 1, v.sleep_wait = true;
+                vs.push_back(v);
+            }
+        }
+    }
     cudaEvent_t e0, e1;
     check(cudaEventCreate(&e0), "event");
     check(cudaEventCreate(&e1), "event");
-    printf("| CTAs | groups a CTA | boxes | columns a stage | stages in flight | KB in flight a CTA | µs (median of %d) | TB/s |\n", reps);
-    printf("|---|---|---|---|---|---|---|---|\n");
+    printf("| CTAs | groups a CTA | boxes | columns a stage | stages in flight | KB in flight a CTA | also | µs (median of %d) | TB/s |\n", reps);
+    printf("|---|---|---|---|---|---|---|---|---|\n");
     for (const Variant& v : vs) {
         const int G = std::min(kMaxG, (kGroups + v.ctas - 1) / v.ctas);
         if (G * v.ctas < kGroups) continue;  // would not cover the weight
@@ -167,7 +249,7 @@ int main(int argc, char** argv) {
         for (int r = 0; r < reps + 2; ++r) {
             check(cudaEventRecord(e0), "record");
             const int k = G == 6 ? 0 : G == 3 ? 1 : 2;
-            for (int i = 0; i < kSets; ++i) stream<<<v.ctas, kThreads, smem>>>(maps[i], tall[k][size_t(i)], v, sink);
+            for (int i = 0; i < kSets; ++i) stream<<<v.ctas, kThreads, smem>>>(maps[i], tall[k][size_t(i)], v, xbuf, sink);
             check(cudaEventRecord(e1), "record");
             check(cudaEventSynchronize(e1), "sync");
             float ms = 0;
@@ -177,9 +259,13 @@ int main(int argc, char** argv) {
         check(cudaGetLastError(), "launch");
         std::sort(t.begin(), t.end());
         const float us = t[t.size() / 2];
-        printf("| %d | %d %s | %s | %d | %d | %d | %.1f | %.2f |\n", v.ctas, G, v.contiguous ? "contiguous" : "round-robin",
+        char also[96];
+        snprintf(also, sizeof also, "%s%s%s", v.mma_tiles ? ("products, " + std::to_string(v.mma_tiles) + " tiles; ").c_str() : "",
+                 v.x_rows ? ("x copies, " + std::to_string(v.x_rows) + " rows; ").c_str() : "", v.sleep_wait ? "sleeping wait" : "");
+        printf("| %d | %d %s | %s | %d | %d | %d | %s | %.1f | %.2f |\n", v.ctas, G, v.contiguous ? "contiguous" : "round-robin",
                v.tall ? "one 16G x 64 box a step" : v.lanes ? "16 x 64, lanes issue" : "16 x 64, thread 0 issues",
-               v.boxes * kBoxCols, v.ahead, v.ahead * G * v.boxes * kBoxBytes / 1024, us, bytes / (us * 1e-6) / 1e12);
+               v.boxes * kBoxCols, v.ahead, v.ahead * G * v.boxes * kBoxBytes / 1024, also[0] ? also : "-", us,
+               bytes / (us * 1e-6) / 1e12);
     }
     return 0;
 }
