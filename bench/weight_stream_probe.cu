@@ -7,7 +7,9 @@
 // Four weight copies are rotated so that L2 (60 MB) never holds the one being read.
 // `monokda-stream-probe REPS kernel-parts` times only the kernel's layout (bands, 4 tall boxes a
 // 256-column step, 2 ahead) with the gemv pass's other work added one part at a time: its matrix
-// products, its x copies, its sleeping wait; to find what slows the stream inside kda_pre.
+// products, its x copies, its sleeping wait; and the same stream placed as kda_pre places its gemv
+// CTAs (indices 56..131 of a 132-CTA grid) against indices 0..75 and every other index: to find
+// what slows the stream inside kda_pre.
 // Usage: monokda-stream-probe [REPS] [kernel-parts]
 #include <cuda.h>
 #include <cuda_runtime.h>
@@ -37,6 +39,9 @@ struct Variant {
     int mma_tiles;    // 0: none; T: the pass's fragment loads and matrix products for T token tiles
     int x_rows;       // 0: none; S: cp.async of S x rows × 256 columns a stage into a 2-stage ring
     bool sleep_wait;  // wait like the kernel's bounded poll: 100 ns sleeps between tries
+    // where the streaming CTAs sit in a larger grid (kda_pre's gemv CTAs are 56..131 of 132):
+    int grid;         // CTAs launched (0: ctas); CTA first + stride·j streams as CTA j, the rest exit
+    int first, stride;
 };
 
 __device__ __forceinline__ uint32_t smem_u32(const void* p) { return uint32_t(__cvta_generic_to_shared(p)); }
@@ -51,13 +56,15 @@ __global__ void __launch_bounds__(kThreads, 1) stream(const __grid_constant__ CU
     __shared__ uint64_t full[kMaxStages];
     __shared__ int groups[kMaxG];
     __shared__ int G;
+    const int rel = int(blockIdx.x) - v.first, me = rel / max(v.stride, 1);
+    if (rel < 0 || rel % max(v.stride, 1) != 0 || me >= v.ctas) return;  // not a streaming CTA
     if (threadIdx.x == 0) {
         int n = 0;
         if (v.contiguous) {
-            const int per = (kGroups + v.ctas - 1) / v.ctas, g0 = blockIdx.x * per;
+            const int per = (kGroups + v.ctas - 1) / v.ctas, g0 = me * per;
             for (int g = g0; g < min(kGroups, g0 + per) && n < kMaxG; ++g) groups[n++] = g;
         } else {
-            for (int g = blockIdx.x; g < kGroups && n < kMaxG; g += v.ctas) groups[n++] = g;
+            for (int g = me; g < kGroups && n < kMaxG; g += v.ctas) groups[n++] = g;
         }
         G = n;
         for (int s = 0; s <= v.ahead; ++s)
@@ -218,14 +225,14 @@ int main(int argc, char** argv) {
                 if (max_ahead < 2) continue;
                 for (int ahead : {2, max_ahead})
                     if (ahead < max_ahead || ahead == max_ahead)
-                        vs.push_back({ctas, mode > 0, boxes, ahead, mode == 3, mode == 2, G, 0, 0, false});
+                        vs.push_back({ctas, mode > 0, boxes, ahead, mode == 3, mode == 2, G, 0, 0, false, 0, 0, 1});
             }
     if (argc > 2 && std::string(argv[2]) == "kernel-parts") {  // only the kernel's layout, part by part
         vs.clear();
         for (int ctas : {76, sms}) {
             const int G = std::min(kMaxG, (kGroups + ctas - 1) / ctas);
             for (int part = 0; part < 7; ++part) {
-                Variant v{ctas, true, 4, 2, true, false, G, 0, 0, false};
+                Variant v{ctas, true, 4, 2, true, false, G, 0, 0, false, 0, 0, 1};
                 if (part == 1) v.mma_tiles = 1;
                 if (part == 2) v.mma_tiles = 8;
                 if (part == 3) v.x_rows = 1;
@@ -235,6 +242,13 @@ int main(int argc, char** argv) {
                 vs.push_back(v);
             }
         }
+        // placement: the same 76-CTA band stream as CTAs 0..75 or 56..131 of a 132-CTA grid (the
+        // kernel's gemv CTAs), or 66 CTAs on every other CTA index
+        const int G76 = std::min(kMaxG, (kGroups + 75) / 76), G66 = std::min(kMaxG, (kGroups + 65) / 66);
+        vs.push_back({76, true, 4, 2, true, false, G76, 0, 0, false, sms, 0, 1});
+        vs.push_back({76, true, 4, 2, true, false, G76, 0, 0, false, sms, sms - 76, 1});
+        vs.push_back({66, true, 4, 2, true, false, G66, 0, 0, false, sms, 0, 1});
+        vs.push_back({66, true, 4, 2, true, false, G66, 0, 0, false, sms, 0, 2});
     }
     cudaEvent_t e0, e1;
     check(cudaEventCreate(&e0), "event");
@@ -249,7 +263,8 @@ int main(int argc, char** argv) {
         for (int r = 0; r < reps + 2; ++r) {
             check(cudaEventRecord(e0), "record");
             const int k = G == 6 ? 0 : G == 3 ? 1 : 2;
-            for (int i = 0; i < kSets; ++i) stream<<<v.ctas, kThreads, smem>>>(maps[i], tall[k][size_t(i)], v, xbuf, sink);
+            for (int i = 0; i < kSets; ++i)
+                stream<<<v.grid ? v.grid : v.ctas, kThreads, smem>>>(maps[i], tall[k][size_t(i)], v, xbuf, sink);
             check(cudaEventRecord(e1), "record");
             check(cudaEventSynchronize(e1), "sync");
             float ms = 0;
@@ -260,7 +275,9 @@ int main(int argc, char** argv) {
         std::sort(t.begin(), t.end());
         const float us = t[t.size() / 2];
         char also[96];
-        snprintf(also, sizeof also, "%s%s%s", v.mma_tiles ? ("products, " + std::to_string(v.mma_tiles) + " tiles; ").c_str() : "",
+        char where[48] = "";
+        if (v.grid) snprintf(where, sizeof where, "CTAs %d+%d·j of %d; ", v.first, v.stride, v.grid);
+        snprintf(also, sizeof also, "%s%s%s%s", where, v.mma_tiles ? ("products, " + std::to_string(v.mma_tiles) + " tiles; ").c_str() : "",
                  v.x_rows ? ("x copies, " + std::to_string(v.x_rows) + " rows; ").c_str() : "", v.sleep_wait ? "sleeping wait" : "");
         printf("| %d | %d %s | %s | %d | %d | %d | %s | %.1f | %.2f |\n", v.ctas, G, v.contiguous ? "contiguous" : "round-robin",
                v.tall ? "one 16G x 64 box a step" : v.lanes ? "16 x 64, lanes issue" : "16 x 64, thread 0 issues",

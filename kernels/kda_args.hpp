@@ -24,7 +24,7 @@ constexpr int kMaxS = 64, kMaxL = 8, kMaxNb = 8;
 }  // namespace k3
 
 constexpr int kThreads = 256;
-constexpr int kTraceWords = 64;  // per CTA: [0] entry, [1] x seen, [2 + step] weight step landed, [62] pass end, [63] exit
+constexpr int kTraceWords = 64;  // per CTA: [0] entry, [1] x seen, [2 + step] weight step landed, [61] SM id + 1, [62] pass end, [63] exit
 
 enum KdaErrorCode : uint32_t {
     kErrNone = 0,

@@ -157,7 +157,10 @@ __global__ void __launch_bounds__(kThreads, 1) kda_pre_kernel(const KdaArgs a, c
         }
         c.instr = -1;
         c.prefetched = -1;
-        if (a.trace) a.trace[blockIdx.x * kTraceWords] = now_ns();
+        if (a.trace) {
+            a.trace[blockIdx.x * kTraceWords] = now_ns();
+            a.trace[blockIdx.x * kTraceWords + kTraceWords - 3] = sm_id() + 1;  // not a time: which SM
+        }
         c.x_seen = 0;
     }
     for (int i = threadIdx.x; i < int(sizeof(c.proj_seen) / 4); i += kThreads) c.proj_seen[i] = 0;
@@ -386,7 +389,7 @@ void KdaLauncher::launch(const KdaTensors& t, void* stream) {
 
 void KdaLauncher::check(void* stream) {
     check_hip(hipStreamSynchronize(static_cast<hipStream_t>(stream)), "kernel execution");
-    if (impl_->d_trace) {  // one line a CTA: its stamps in ns, relative to the earliest entry
+    if (impl_->d_trace) {  // one line a CTA: its stamps in ns, relative to the earliest entry, and its SM
         std::vector<uint64_t> t(size_t(impl_->plan.blocks()) * kTraceWords);
         check_hip(hipMemcpy(t.data(), impl_->d_trace, t.size() * 8, hipMemcpyDeviceToHost), "reading the trace");
         uint64_t t0 = ~0ull;
@@ -396,7 +399,8 @@ void KdaLauncher::check(void* stream) {
                 std::fprintf(f, "cta %d", b);
                 for (int k = 0; k < kTraceWords; ++k) {
                     const uint64_t v = t[size_t(b) * kTraceWords + k];
-                    std::fprintf(f, " %lld", v ? (long long)(v - t0) : -1ll);
+                    if (k == kTraceWords - 3) std::fprintf(f, " sm=%lld", (long long)v - 1);  // the SM id word
+                    else std::fprintf(f, " %lld", v ? (long long)(v - t0) : -1ll);
                 }
                 std::fprintf(f, "\n");
             }

@@ -63,6 +63,8 @@ __device__ __forceinline__ uint32_t ld_relaxed32(const uint32_t* p) {
 // s_memrealtime counts at a fixed 100 MHz on gfx9 parts.
 __device__ __forceinline__ uint64_t now_ns() { return __builtin_amdgcn_s_memrealtime() * 10ull; }
 __device__ __forceinline__ void pause(uint32_t = 0) { __builtin_amdgcn_s_sleep(2); }
+// The compute unit this workgroup runs on (HW_ID's CU field; for traces only).
+__device__ __forceinline__ uint32_t sm_id() { return (__builtin_amdgcn_s_getreg((4 << 0) | (0 << 6) | (31 << 11)) >> 8) & 0xf; }
 // Bulk hand-off data (x, proj, qkv) is read after an agent-scope acquire, which invalidates the
 // CU's L1, so a plain load is coherent.
 __device__ __forceinline__ uint4 ld_cg16(const void* p) { return *static_cast<const uint4*>(p); }
@@ -102,6 +104,12 @@ __device__ __forceinline__ uint64_t now_ns() {
     return t;
 }
 __device__ __forceinline__ void pause(uint32_t ns = 100) { __nanosleep(ns); }
+// The multiprocessor this CTA runs on (for traces: which SMs a role's CTAs landed on).
+__device__ __forceinline__ uint32_t sm_id() {
+    uint32_t id;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(id));
+    return id;
+}
 // L2-coherent 16-byte load for data another CTA wrote in this launch.
 __device__ __forceinline__ uint4 ld_cg16(const void* p) { return __ldcg(static_cast<const uint4*>(p)); }
 __device__ __forceinline__ uint16_t ld_cg_u16(const void* p) { return __ldcg(static_cast<const unsigned short*>(p)); }
