@@ -156,7 +156,9 @@ Prepared prepare(const EmulateOptions& o, int steps) {
             p.envelope_source = "built in";
         } else {
             const int n = o.envelope_orders > 0 ? o.envelope_orders : (in.cfg.D >= 4096 ? 8 : 12);
-            p.envelope = std::make_unique<Envelope>(build_envelope(in, default_envelope_orders(n)));
+            TensorFile oracle;  // build_envelope runs the oracle anyway: kept, not run again below
+            p.envelope = std::make_unique<Envelope>(build_envelope(in, default_envelope_orders(n), &oracle));
+            p.oracle = std::make_unique<TensorFile>(std::move(oracle));
             p.envelope_source = "measured";
         }
         // The reference in the plan's order: its distance from the oracle, recorded with the envelope
@@ -168,7 +170,7 @@ Prepared prepare(const EmulateOptions& o, int steps) {
             env.plan_order_distance.size() == env.outputs.size()) {
             p.ref_checks = check_distances(env, env.plan_order_distance);
         } else {
-            p.oracle = std::make_unique<TensorFile>(ref::run<double>(in, {}).to_file(in.cfg));
+            if (!p.oracle) p.oracle = std::make_unique<TensorFile>(ref::run<double>(in, {}).to_file(in.cfg));
             env.plan_order = plan_order;
             env.plan_order_reference_digest = ref_digest;
             env.plan_order_distance = envelope_distances(env, ref_file, *p.oracle);

@@ -49,7 +49,7 @@ struct Prepared {
     Plan plan;                            // the clean plan
     std::vector<StepInputs> inputs;       // per step (step k: step 0's rows rotated by k)
     std::vector<StepOutputs<float>> refs; // the reference in the plan's order, per step
-    std::unique_ptr<TensorFile> oracle;   // step 0, f64 (null when the envelope recorded the distance)
+    std::unique_ptr<TensorFile> oracle;   // step 0, f64 (null when a read or built-in envelope recorded the distance)
     std::unique_ptr<Envelope> envelope;   // null: no envelope check
     std::string envelope_source;          // "measured", "built in", or "read from FILE"
     std::vector<EnvelopeCheck> ref_checks;  // the plan-order reference against the envelope
