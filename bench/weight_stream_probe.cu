@@ -11,8 +11,8 @@
 // CTAs (indices 56..131 of a 132-CTA grid) against indices 0..75 and every other index: to find
 // what slows the stream inside kda_pre.
 // Usage: monokda-stream-probe [REPS] [kernel-parts]
-#include <cuda.h>
-#include <cuda_runtime.h>
+#include "kernels/vendor/gpu.hpp"  // the copy-engine, cp.async and matrix-unit shims the kernel uses
+#include "kernels/vendor/tensor_map.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -22,9 +22,12 @@
 
 namespace {
 
+using namespace monokda::gpu;
+
 constexpr int D = 7168, N = 6288, kGroupRows = 16, kGroups = N / kGroupRows, kBoxCols = 64;
 constexpr int kBoxBytes = kGroupRows * kBoxCols * 2, kThreads = 256, kMaxG = 6, kMaxStages = 24;
 constexpr int kSmemLimit = 220 * 1024;
+constexpr int kXRowWords = 256 / 2 + 4, kXBytes = 2 * 64 * kXRowWords * 4;  // x ring: 2 stages of 64 rows
 
 struct Variant {
     int ctas;         // CTAs streaming (grid size)
@@ -44,13 +47,9 @@ struct Variant {
     int first, stride;
 };
 
-__device__ __forceinline__ uint32_t smem_u32(const void* p) { return uint32_t(__cvta_generic_to_shared(p)); }
-
 __global__ void __launch_bounds__(kThreads, 1) stream(const __grid_constant__ CUtensorMap map,
                                                       const __grid_constant__ CUtensorMap tall_map, Variant v,
                                                       const uint16_t* x, uint32_t* sink) {
-    constexpr int kXRowWords = 256 / 2 + 4;
-    __shared__ __align__(16) uint32_t xs[2][8][kXRowWords];  // up to 8 rows: enough to load the copies
     extern __shared__ unsigned char raw[];
     unsigned char* base = raw + ((1024u - (smem_u32(raw) & 1023u)) & 1023u);
     __shared__ uint64_t full[kMaxStages];
@@ -67,9 +66,8 @@ __global__ void __launch_bounds__(kThreads, 1) stream(const __grid_constant__ CU
             for (int g = me; g < kGroups && n < kMaxG; g += v.ctas) groups[n++] = g;
         }
         G = n;
-        for (int s = 0; s <= v.ahead; ++s)
-            asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_u32(&full[s])));
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+        for (int s = 0; s <= v.ahead; ++s) mbar_init(&full[s], 1);
+        mbar_init_fence();
     }
     __syncthreads();
     const int stages = v.ahead + 1, chunks = D / (kBoxCols * v.boxes);
@@ -78,21 +76,14 @@ __global__ void __launch_bounds__(kThreads, 1) stream(const __grid_constant__ CU
     auto issue = [&](int ch) {
         const int s = ch % stages, issuers = v.lanes ? 32 : 1;
         if (!v.lanes && threadIdx.x != 0) return;
-        if (threadIdx.x == 0)
-            asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(&full[s])),
-                         "r"(stage_bytes) : "memory");
+        if (threadIdx.x == 0) mbar_arrive_expect(&full[s], uint32_t(stage_bytes));
         if (v.lanes) __syncwarp();
         const int nbox = v.tall ? v.boxes : G * v.boxes;
         for (int i = threadIdx.x; i < nbox; i += issuers) {
             const int gi = v.tall ? 0 : i / v.boxes, b = v.tall ? i : i % v.boxes;
             const int box_bytes = v.tall ? v.tall_groups * kBoxBytes : kBoxBytes;
-            unsigned char* dst = base + size_t(s) * stage_bytes + size_t(i) * box_bytes;
-            asm volatile(
-                "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, "
-                "%3}], [%4];" ::"r"(smem_u32(dst)),
-                "l"(reinterpret_cast<uint64_t>(v.tall ? &tall_map : &map)), "r"((ch * v.boxes + b) * kBoxCols),
-                "r"(groups[gi] * kGroupRows), "r"(smem_u32(&full[s]))
-                : "memory");
+            bulk_tensor_2d(base + size_t(s) * stage_bytes + size_t(i) * box_bytes, v.tall ? &tall_map : &map,
+                           (ch * v.boxes + b) * kBoxCols, groups[gi] * kGroupRows, &full[s]);
         }
     };
     if (G == 0) return;
@@ -101,27 +92,23 @@ __global__ void __launch_bounds__(kThreads, 1) stream(const __grid_constant__ CU
     uint32_t acc = 0;
     float fa[6][4][4] = {};
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, cq = lane % 4, kw = warp % 4, ts = warp / 4;
-    auto issue_x = [&](int ch) {  // the kernel's x copies: S rows × 256 columns (rows past 8 share a stage row)
+    // the x ring after the weight stages (the host sizes shared memory for it when x_rows > 0)
+    auto xs = reinterpret_cast<uint32_t(*)[64][kXRowWords]>(base + size_t(stages) * stage_bytes);
+    auto issue_x = [&](int ch) {  // the kernel's x copies: S rows × 256 columns
         if (v.x_rows > 0 && ch < chunks)
             for (int i = threadIdx.x; i < v.x_rows * 32; i += kThreads) {
                 const int r = i / 32, q = i % 32;
-                const uint32_t dst = smem_u32(&xs[ch % 2][r % 8][q * 4]);
-                asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst),
-                             "l"(x + size_t(r) * D + size_t(ch) * 256 + q * 8) : "memory");
+                copy16_async(&xs[ch % 2][r][q * 4], x + size_t(r) * D + size_t(ch) * 256 + q * 8);
             }
-        asm volatile("cp.async.commit_group;" ::: "memory");
+        async_commit();
     };
     issue_x(0);
     for (int ch = 0; ch < chunks; ++ch) {
         const int s = ch % stages;
         const uint32_t parity = uint32_t(ch / stages) & 1u;
-        asm volatile("cp.async.wait_group 0;" ::: "memory");
-        uint32_t done = 0;
-        while (!done) {
-            asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}"
-                         : "=r"(done) : "r"(smem_u32(&full[s])), "r"(parity) : "memory");
-            if (!done && v.sleep_wait) __nanosleep(100);
-        }
+        async_wait<0>();
+        while (!mbar_try_wait(&full[s], parity))
+            if (v.sleep_wait) pause(100);
         acc += reinterpret_cast<const uint32_t*>(base + size_t(s) * stage_bytes)[threadIdx.x];  // touch the stage
         __syncthreads();  // every thread is done with stage (ch - 1) % stages
         if (threadIdx.x < 32 && ch + v.ahead < chunks) issue(ch + v.ahead);
@@ -146,18 +133,13 @@ __global__ void __launch_bounds__(kThreads, 1) stream(const __grid_constant__ CU
                         const uint32_t a2 = w[r * 32 + p1], a3 = w[(r + 8) * 32 + p1];
 #pragma unroll
                         for (int u = 0; u < 4; ++u)
-                            if (ts + 2 * u < v.mma_tiles)
-                                asm volatile(
-                                    "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, "
-                                    "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-                                    : "+f"(fa[gi][u][0]), "+f"(fa[gi][u][1]), "+f"(fa[gi][u][2]), "+f"(fa[gi][u][3])
-                                    : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b[u][0]), "r"(b[u][1]));
+                            if (ts + 2 * u < v.mma_tiles) mma_bf16_16816(fa[gi][u], a0, a1, a2, a3, b[u][0], b[u][1]);
                     }
                 }
             }
         }
     }
-    asm volatile("cp.async.wait_group 0;" ::: "memory");
+    async_wait<0>();
     float fsum = 0;
     for (int gi = 0; gi < 6; ++gi)
         for (int u = 0; u < 4; ++u) fsum += fa[gi][u][0] + fa[gi][u][3];
@@ -176,13 +158,6 @@ void check(cudaError_t e, const char* what) {
 
 int main(int argc, char** argv) {
     const int reps = argc > 1 ? atoi(argv[1]) : 30;
-    using Encode = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
-                                const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
-                                CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
-    void* f = nullptr;
-    cudaDriverEntryPointQueryResult q{};
-    check(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &q), "encoder");
-    const Encode encode = reinterpret_cast<Encode>(f);
     constexpr int kSets = 4;
     const size_t bytes = size_t(N) * D * 2;
     std::vector<void*> w(kSets);
@@ -192,15 +167,11 @@ int main(int argc, char** argv) {
     for (int i = 0; i < kSets; ++i) {
         check(cudaMalloc(&w[i], bytes), "cudaMalloc");
         check(cudaMemset(w[i], 0x3c + i, bytes), "cudaMemset");
-        const cuuint64_t dims[2] = {D, N}, strides[1] = {cuuint64_t(D) * 2};
-        const cuuint32_t elem[2] = {1, 1};
         for (int k = -1; k < 3; ++k) {
-            const cuuint32_t box[2] = {kBoxCols, cuuint32_t(k < 0 ? kGroupRows : tall_rows[k])};
             CUtensorMap m;
-            if (encode(&m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, w[i], dims, strides, box, elem,
-                       CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                       CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS) {
-                fprintf(stderr, "stream-probe: encoding failed\n");
+            const std::string err = encode_bf16_tensor_map(m, w[i], N, D, k < 0 ? kGroupRows : tall_rows[k], kBoxCols);
+            if (!err.empty()) {
+                fprintf(stderr, "stream-probe: %s\n", err.c_str());
                 return 1;
             }
             if (k < 0) maps[i] = m;
@@ -212,7 +183,8 @@ int main(int argc, char** argv) {
     uint16_t* xbuf;
     check(cudaMalloc(&xbuf, size_t(64) * D * 2), "cudaMalloc");
     check(cudaMemset(xbuf, 0x3c, size_t(64) * D * 2), "cudaMemset");
-    check(cudaFuncSetAttribute(stream, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemLimit + 1024), "smem");
+    // sm_90: 227 KB a block in all, less the kernel's few static bytes; no variant asks for more
+    check(cudaFuncSetAttribute(stream, cudaFuncAttributeMaxDynamicSharedMemorySize, 227 * 1024 - 1024), "smem");
     int sms = 0;
     check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), "sms");
     std::vector<Variant> vs;
@@ -223,9 +195,8 @@ int main(int argc, char** argv) {
                 const int per_cta_smem = ctas > sms ? kSmemLimit / 2 : kSmemLimit;
                 const int stage = G * boxes * kBoxBytes, max_ahead = std::min(kMaxStages, per_cta_smem / stage) - 1;
                 if (max_ahead < 2) continue;
-                for (int ahead : {2, max_ahead})
-                    if (ahead < max_ahead || ahead == max_ahead)
-                        vs.push_back({ctas, mode > 0, boxes, ahead, mode == 3, mode == 2, G, 0, 0, false, 0, 0, 1});
+                for (int ahead = 2; ahead <= max_ahead; ahead = ahead < max_ahead ? max_ahead : max_ahead + 1)
+                    vs.push_back({ctas, mode > 0, boxes, ahead, mode == 3, mode == 2, G, 0, 0, false, 0, 0, 1});  // 2, most
             }
     if (argc > 2 && std::string(argv[2]) == "kernel-parts") {  // only the kernel's layout, part by part
         vs.clear();
@@ -258,7 +229,8 @@ int main(int argc, char** argv) {
     for (const Variant& v : vs) {
         const int G = std::min(kMaxG, (kGroups + v.ctas - 1) / v.ctas);
         if (G * v.ctas < kGroups) continue;  // would not cover the weight
-        const size_t smem = size_t(v.ahead + 1) * G * v.boxes * kBoxBytes + 1024;
+        const size_t smem =
+            size_t(v.ahead + 1) * (v.tall ? v.tall_groups : G) * v.boxes * kBoxBytes + 1024 + (v.x_rows ? kXBytes : 0);
         std::vector<float> t;
         for (int r = 0; r < reps + 2; ++r) {
             check(cudaEventRecord(e0), "record");

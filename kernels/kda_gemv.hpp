@@ -115,8 +115,7 @@ __device__ __forceinline__ void gemv_slice_mma(const GemvSmem& sm, int stage, in
 __device__ __forceinline__ int mma_row(int lane, int i) { return (lane / 16) * 4 + i; }
 __device__ __forceinline__ int mma_token(int t, int lane, int) { return t * kMmaTileN + lane % 16; }
 #else
-// mma.sync m16n8k16 (bf16 in, f32 accumulate), warp32. g = lane/4, c = lane%4: A words
-// (row g | g+8, k 2c | 2c+8), B words (k 2c | 2c+8, token g), D (row g | g+8, token 2c, 2c+1).
+// mma.sync m16n8k16 (mma_bf16_16816, kernels/vendor/gpu.hpp: its fragment layout), tokens as columns.
 constexpr int kMmaTileN = 8;
 constexpr int kStepsPerWave = k3::kSlice / 16 / kWaves;  // 1
 
@@ -130,11 +129,7 @@ __device__ __forceinline__ void gemv_slice_mma(const GemvSmem& sm, int stage, in
         for (int t = 0; t < k3::kMaxS / kMmaTileN; ++t) {
             if (t < tiles) {
                 const uint32_t b0 = sm.x[t * kMmaTileN + g][kw], b1 = sm.x[t * kMmaTileN + g][kw + 4];
-                asm volatile(
-                    "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-                    "{%0,%1,%2,%3};"
-                    : "+f"(acc[t][0]), "+f"(acc[t][1]), "+f"(acc[t][2]), "+f"(acc[t][3])
-                    : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+                mma_bf16_16816(acc[t], a0, a1, a2, a3, b0, b1);
             }
         }
     }

@@ -1,18 +1,18 @@
 // The NVIDIA body of a CTA's gemv instructions: its consecutive GEMV_PREFETCH / GEMV_GROUP pairs
 // (up to kBatchGroups groups) run as one pass over x, 256 columns (two attn slices) a step.
 //
-// Why, measured (monokda-stream-probe, docs/performance.md): the copy engine (TMA) streams the
-// weight near cuBLAS's rate only if each step asks for many columns at once and the boxes are
-// issued by many threads (one thread issuing them one after another caps the stream at about a
-// third of that), while the number of steps in flight beyond two barely matters. So a step is
-// 256 columns of every group (4 boxes of 16 rows × 64 columns a group, one box a lane of warp 0),
-// two steps are in flight while one is used, and a step's boxes complete on its mbarrier. x goes
-// through cp.async, as many steps ahead as its share of shared memory holds for this S (all 28
-// at S = 1). The first steps' weights are in flight before x exists. Same instructions, same
-// waits (XRDY of every slice) and products (PROJ of every group, released when the pass ends) as
-// the plan's; only the interleaving differs. The plan gives a gemv CTA one contiguous band of
-// groups, so a step is 4 boxes of the whole band (96 rows × 64 columns, issued by one thread);
-// a CTA whose groups are not one band (a hand-edited plan) gets one box a group a step instead.
+// Why, measured (monokda-stream-probe, docs/results/2026-11-30-h200-stream-probe.md): the copy
+// engine (TMA) streams the weight near cuBLAS's rate only in few, large requests: one box of a
+// CTA's whole band of rows (the plan deals each gemv CTA one contiguous band of groups) a
+// 64-column step, where one thread issuing a small box a group caps the stream at about a third.
+// So a step is 256 columns: 4 band boxes (96 rows × 64 columns, 128-byte swizzle) issued by one
+// thread, completing on the step's mbarrier; two steps are in flight while one is used. A CTA whose
+// groups are not one band (a hand-edited plan) gets one 16-row box a group, one box a lane. x goes
+// through cp.async, as many steps ahead as its share of shared memory holds for this S (all 28 at
+// S = 1). The first steps' weights are in flight before x exists. Same instructions, same waits
+// (XRDY of every slice) and products (PROJ of every group, released when the pass ends) as the
+// plan's; only the interleaving differs. (Inside kda_pre this stream has so far run at less than
+// half the probe's rate; the same results file has the trace.)
 //
 // Sum order, the same whatever S is (so a token's proj does not depend on its batch): warp w's
 // k-quarter kw = w % 4 owns k-steps 4kw .. 4kw+3 of every step and accumulates them in step order
@@ -87,13 +87,13 @@ __device__ __forceinline__ void batch_issue_w(const WeightMap* map, GemvBatchSme
 }
 
 // Step ch's weights have landed (every thread waits: the wait is what makes the bytes visible).
-// Bounded like a mailbox poll; a timeout names the step (box kMailboxCount: the weight copy).
+// Bounded like a mailbox poll; a timeout names the step (box kBoxWeightCopy).
 __device__ __forceinline__ bool batch_wait_w(const KdaArgs& a, const Ctl& c, GemvBatchSmem& sm, int ch) {
     uint64_t* bar = &sm.full[ch % GemvBatchSmem::kWStages];
     const uint32_t parity = uint32_t(ch / GemvBatchSmem::kWStages) & 1u;
     if (mbar_try_wait(bar, parity)) return true;
     return spin(a, c, [&] { return mbar_try_wait(bar, parity); }, [](bool done) { return done; },
-                uint32_t(kMailboxCount), uint32_t(ch));
+                kBoxWeightCopy, uint32_t(ch));
 }
 
 // x of step ch (S rows) into ring stage ch % nx, through cp.async; one commit group a step.
@@ -209,12 +209,7 @@ __device__ bool gemv_batch(const KdaArgs& a, Ctl& c, const WeightMap* map, GemvB
                     const uint32_t a2 = w[kw][r][p1], a3 = w[kw][r + 8][p1];
 #pragma unroll
                     for (int u = 0; u < kTilesPerWarp; ++u)
-                        if (ts + u * kTileWarps < tiles)
-                            asm volatile(
-                                "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, "
-                                "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-                                : "+f"(acc[gi][u][0]), "+f"(acc[gi][u][1]), "+f"(acc[gi][u][2]), "+f"(acc[gi][u][3])
-                                : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b[u][0]), "r"(b[u][1]));
+                        if (ts + u * kTileWarps < tiles) mma_bf16_16816(acc[gi][u], a0, a1, a2, a3, b[u][0], b[u][1]);
                 }
             }
         }

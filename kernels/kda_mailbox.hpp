@@ -11,6 +11,10 @@
 
 namespace monokda::gpu {
 
+// The "box" an error record names when a gemv pass gave up waiting for its own weight copy (entry:
+// the step), not for a mailbox.
+constexpr uint32_t kBoxWeightCopy = uint32_t(kMailboxCount);
+
 // Per-CTA control block (static shared memory).
 struct Ctl {
     uint32_t tag;                          // this launch's epoch

@@ -4,12 +4,12 @@
 // launch, and the error word turned into an error naming what went wrong.
 // The same file builds with nvcc (sm_90a) and hipcc (gfx90a, gfx940).
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <vector>
-#include <cmath>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "kernels/vendor/gpu.hpp"  // first: the vendor's names before any shared header
 
@@ -19,6 +19,9 @@
 #include "kernels/kda_gemv_batch.hpp"
 #include "kernels/kda_pre.hpp"
 #include "kernels/kda_task.hpp"
+#if MONOKDA_NVIDIA
+#include "kernels/vendor/tensor_map.hpp"
+#endif
 
 namespace monokda::gpu {
 
@@ -192,32 +195,13 @@ void check_hip(hipError_t e, const char* what) {
 std::string ss(int64_t v) { return std::to_string(v); }
 
 #if MONOKDA_NVIDIA
-// The in_proj weight [N, D] bf16 as 64-column boxes of a band (16 · kBatchGroups rows) and of one
-// group (16 rows), with the 128-byte swizzle (kda_gemv_batch.hpp). The encoder is the driver's,
-// fetched once through the runtime, so the build links no driver library.
+// The in_proj weight [N, D] as 64-column boxes of a band (16 · kBatchGroups rows) and of one
+// group (16 rows), as kda_gemv_batch.hpp reads them.
 void encode_weight_map(WeightMap& m, const bf16* w) {
-    using Encode = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
-                                const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
-                                CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
-    static Encode encode = [] {
-        void* f = nullptr;
-        cudaDriverEntryPointQueryResult q{};
-        if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &q) !=
-                cudaSuccess ||
-            q != cudaDriverEntryPointSuccess || !f)
-            throw GpuError("kda_pre: the driver offers no cuTensorMapEncodeTiled (needs CUDA 12 or later)");
-        return reinterpret_cast<Encode>(f);
-    }();
-    const cuuint64_t dims[2] = {cuuint64_t(k3::D), cuuint64_t(k3::N)};
-    const cuuint64_t strides[1] = {cuuint64_t(k3::D) * 2};
-    const cuuint32_t elem[2] = {1, 1};
     for (CUtensorMap* map : {&m.band, &m.group}) {
-        const cuuint32_t box[2] = {cuuint32_t(kBoxCols), cuuint32_t(map == &m.band ? kBandRows : k3::kGroupRows)};
-        const CUresult r = encode(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<bf16*>(w), dims, strides, box,
-                                  elem, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                                  CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-        if (r != CUDA_SUCCESS)
-            throw GpuError("kda_pre: encoding the in_proj weight's tensor map failed (CUresult " + ss(int64_t(r)) + ")");
+        const uint32_t rows = map == &m.band ? kBandRows : k3::kGroupRows;
+        const std::string err = encode_bf16_tensor_map(*map, w, k3::N, k3::D, rows, kBoxCols);
+        if (!err.empty()) throw GpuError("kda_pre: the in_proj weight's tensor map: " + err);
     }
 }
 #endif
@@ -278,6 +262,8 @@ struct KdaLauncher::Impl {
     KdaErrorRecord* d_error = nullptr;
     uint64_t* d_trace = nullptr;  // MONOKDA_TRACE=FILE: per-CTA clock stamps, written after each check()
     std::string trace_path;
+    WeightMap wmap{};                     // encoded for wmap_of (re-encoded when the weight moves)
+    const void* wmap_of = nullptr;
 
     explicit Impl(const Plan& p) : plan(p) {}
     ~Impl() {
@@ -376,11 +362,13 @@ void KdaLauncher::launch(const KdaTensors& t, void* stream) {
     a.error = impl_->d_error;
     a.poll_timeout_ns = uint64_t(impl_->opt.poll_timeout_ms) * 1000000ull;
     a.trace = impl_->d_trace;
-    WeightMap wmap{};
 #if MONOKDA_NVIDIA
-    encode_weight_map(wmap, a.in_proj_w);
+    if (impl_->wmap_of != a.in_proj_w) {
+        encode_weight_map(impl_->wmap, a.in_proj_w);
+        impl_->wmap_of = a.in_proj_w;
+    }
 #endif
-    void* args[] = {&a, &wmap};
+    void* args[] = {&a, &impl_->wmap};
     auto kernel = impl_->opt.exact_in_proj ? &kda_pre_kernel<true> : &kda_pre_kernel<false>;
     check_hip(hipLaunchCooperativeKernel(reinterpret_cast<const void*>(kernel), dim3(impl_->plan.blocks()),
                                          dim3(kThreads), args, kSmemBytes, static_cast<hipStream_t>(stream)),
@@ -432,8 +420,8 @@ void KdaLauncher::check(void* stream) {
                 where += " " + p.describe(p.instrs(int(e.cta))[size_t(local)]);
             std::string what = e.box < uint32_t(kMailboxCount) && int(e.entry) < p.entries(Mailbox(e.box))
                                    ? p.entry_name({Mailbox(e.box), int32_t(e.entry)})
-                               : e.box == uint32_t(kMailboxCount)  // the gemv pass's bulk weight copies
-                                   ? "its in_proj weight copy of slice " + ss(e.entry)
+                               : e.box == kBoxWeightCopy
+                                   ? "its in_proj weight copy of step " + ss(e.entry)
                                    : "mailbox " + ss(e.box) + " entry " + ss(e.entry);
             throw GpuError("kda_pre: TIMEOUT: " + where + " gave up waiting for " + what + " after " +
                            ss(impl_->opt.poll_timeout_ms) + " ms (epoch " + ss(e.epoch) + ")");

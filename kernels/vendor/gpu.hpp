@@ -113,10 +113,10 @@ __device__ __forceinline__ uint32_t sm_id() {
 // L2-coherent 16-byte load for data another CTA wrote in this launch.
 __device__ __forceinline__ uint4 ld_cg16(const void* p) { return __ldcg(static_cast<const uint4*>(p)); }
 __device__ __forceinline__ uint16_t ld_cg_u16(const void* p) { return __ldcg(static_cast<const unsigned short*>(p)); }
+__device__ __forceinline__ uint32_t smem_u32(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
 // cp.async: the copy is in flight while the thread goes on (polls, other loads).
 __device__ __forceinline__ void copy16_async(void* smem, const void* gmem) {
-    const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(s), "l"(gmem) : "memory");
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem_u32(smem)), "l"(gmem) : "memory");
 }
 __device__ __forceinline__ void async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 template <int Pending> __device__ __forceinline__ void async_wait() {
@@ -125,7 +125,6 @@ template <int Pending> __device__ __forceinline__ void async_wait() {
 // Hopper's bulk copy engine (TMA): global to shared, completion counted in bytes on an mbarrier.
 // The copies do not go through the SM's load/store unit, so a weight stream kept deep in flight
 // this way does not hold up the thread's own loads (x, flags) behind it.
-__device__ __forceinline__ uint32_t smem_u32(const void* p) { return static_cast<uint32_t>(__cvta_generic_to_shared(p)); }
 __device__ __forceinline__ void mbar_init(uint64_t* bar, uint32_t arrivals) {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_u32(bar)), "r"(arrivals) : "memory");
 }
@@ -154,6 +153,16 @@ __device__ __forceinline__ void bulk_tensor_2d(void* smem, const void* map, int 
             smem_u32(smem)),
         "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(smem_u32(bar))
         : "memory");
+}
+// The matrix unit, one m16n8k16 tile: d += a·b, bf16 in, f32 accumulate, warp-wide. With
+// g = lane / 4, c = lane % 4: a0..a3 = A (row g | g+8, k 2c | 2c+8), b0, b1 = B (k 2c | 2c+8,
+// column g), d = (row g | g+8, column 2c, 2c+1).
+__device__ __forceinline__ void mma_bf16_16816(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                                               uint32_t b0, uint32_t b1) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 #endif
 
