@@ -92,7 +92,7 @@ __global__ void __launch_bounds__(kThreads, 1) stream(const __grid_constant__ CU
     uint32_t acc = 0;
     float fa[6][4][4] = {};
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, cq = lane % 4, kw = warp % 4, ts = warp / 4;
-    // the x ring after the weight stages (the host sizes shared memory for it when x_rows > 0)
+    // the x ring after the weight stages (the host sizes shared memory for it when x_rows or mma_tiles > 0)
     auto xs = reinterpret_cast<uint32_t(*)[64][kXRowWords]>(base + size_t(stages) * stage_bytes);
     auto issue_x = [&](int ch) {  // the kernel's x copies: S rows × 256 columns
         if (v.x_rows > 0 && ch < chunks)
@@ -230,7 +230,7 @@ int main(int argc, char** argv) {
         const int G = std::min(kMaxG, (kGroups + v.ctas - 1) / v.ctas);
         if (G * v.ctas < kGroups) continue;  // would not cover the weight
         const size_t smem =
-            size_t(v.ahead + 1) * (v.tall ? v.tall_groups : G) * v.boxes * kBoxBytes + 1024 + (v.x_rows ? kXBytes : 0);
+            size_t(v.ahead + 1) * (v.tall ? v.tall_groups : G) * v.boxes * kBoxBytes + 1024 + (v.x_rows || v.mma_tiles ? kXBytes : 0);
         std::vector<float> t;
         for (int r = 0; r < reps + 2; ++r) {
             check(cudaEventRecord(e0), "record");

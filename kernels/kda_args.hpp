@@ -24,7 +24,10 @@ constexpr int kMaxS = 64, kMaxL = 8, kMaxNb = 8;
 }  // namespace k3
 
 constexpr int kThreads = 256;
-constexpr int kTraceWords = 64;  // per CTA: [0] entry, [1] x seen, [2 + step] weight step landed, [61] SM id + 1, [62] pass end, [63] exit
+// per CTA: [0] entry, [1] x seen (the x copies of the steps ahead issued), [2 + step] weight step
+// landed, [30] the first XRDY wait of the gemv pass over, [32 + k] end of the CTA's k-th instruction
+// (other than gemv; the last slot: the last instruction), [61] SM id + 1, [62] pass end, [63] exit
+constexpr int kTraceWords = 64, kTraceXFirst = 30, kTraceInstr = 32, kTraceInstrs = 29;
 
 enum KdaErrorCode : uint32_t {
     kErrNone = 0,

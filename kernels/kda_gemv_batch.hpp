@@ -6,18 +6,24 @@
 // CTA's whole band of rows (the plan deals each gemv CTA one contiguous band of groups) a
 // 64-column step, where one thread issuing a small box a group caps the stream at about a third.
 // So a step is 256 columns: 4 band boxes (96 rows × 64 columns, 128-byte swizzle) issued by one
-// thread, completing on the step's mbarrier; two steps are in flight while one is used. A CTA whose
-// groups are not one band (a hand-edited plan) gets one 16-row box a group, one box a lane. x goes
-// through cp.async, as many steps ahead as its share of shared memory holds for this S (all 28 at
-// S = 1). The first steps' weights are in flight before x exists. Same instructions, same waits
-// (XRDY of every slice) and products (PROJ of every group, released when the pass ends) as the
-// plan's; only the interleaving differs. (Inside kda_pre this stream has so far run at less than
-// half the probe's rate; the same results file has the trace.)
+// thread, completing on the step's mbarrier; 3 steps are in flight while one is used (2 when S > 32,
+// whose x ring needs the room). A CTA whose groups are not one band (a hand-edited plan) gets one
+// 16-row box a group, one box a lane. x goes through cp.async, as many steps ahead as its share of
+// shared memory holds for this S, up to 3. The first steps' weights are in flight before x
+// exists. Same instructions, same waits (XRDY of every slice) and products (PROJ of every group,
+// released when the pass ends) as the plan's; only the interleaving differs.
+//
+// The products of a step are a fixed, branch-free instruction sequence per warp (batch_steps is
+// instantiated per warp mapping): ncu showed the earlier loop, with its token tiles and groups
+// guarded at run time, issuing ~630 instructions a warp a step (96 matrix products, 3 of 4 predicated
+// off at S = 1) and taking 2.2 µs a step, while every weight step had already landed when waited
+// for (docs/results/2026-11-30-h200-ncu-gemv.md).
 //
 // Sum order, the same whatever S is (so a token's proj does not depend on its batch): warp w's
 // k-quarter kw = w % 4 owns k-steps 4kw .. 4kw+3 of every step and accumulates them in step order
 // (the matrix unit's order inside a 16-column k-step); the four quarters are added in kw order.
-// Warps w / 4 = 0, 1 split the token tiles (8 tokens a tile) between them.
+// Warps w / 4 = 0, 1 split the token tiles (8 tokens a tile) between them, or, with one tile
+// (S <= 8), the groups.
 #pragma once
 #include "kernels/kda_gemv.hpp"
 
@@ -30,7 +36,7 @@ constexpr int kChunks = k3::D / kChunkCols;  // 28
 constexpr int kChunkKSteps = kChunkCols / 16;
 constexpr int kKQuarters = 4;                // fixed: the sum order must not depend on S
 constexpr int kTileWarps = kThreads / 32 / kKQuarters;
-constexpr int kTilesPerWarp = (k3::kMaxS / 8) / kTileWarps;
+constexpr int kMaxTilesPerWarp = (k3::kMaxS / 8) / kTileWarps;
 // A weight box: 16 rows (one group) × 64 columns = 128 bytes a row, stored with the copy engine's
 // 128-byte swizzle (16-byte piece j of row r lands at piece j ^ (r % 8)), so the fragment loads of
 // 8 rows hit 8 different bank groups. Four boxes a group a step; a k-quarter reads one of them.
@@ -41,23 +47,31 @@ constexpr uint32_t kBandBytes = kBandRows * kBoxCols * 2;  // a band box; rows p
 static_assert(kBoxesPerStep == kKQuarters && kBatchGroups * kBoxesPerStep <= 32, "a lane a box, a quarter a box");
 
 struct GemvBatchSmem {
-    static constexpr int kWStages = 3;                     // steps of weights: 2 in flight, 1 in use
     static constexpr int kXRowWords = kChunkCols / 2 + 4;  // 16-byte rows shifted 4 banks each
-    static constexpr int kXWords = 2 * k3::kMaxS * kXRowWords;  // x ring: S rows a step, as many steps as fit
+    static constexpr int kStageWords = kBoxesPerStep * kBandRows * kBoxWords;  // a weight step: 48 KB
+    static constexpr int kMaxWStages = 4;
+    static constexpr int kDeepMaxS = 32;  // up to this S, 4 weight stages and a 2-step x ring fit
+    // weight stages first (4, or 3 above kDeepMaxS), then the x ring in what is left: S rows a
+    // step, as many steps as fit
+    static constexpr int kBufWords = kMaxWStages * kStageWords + 2 * kDeepMaxS * kXRowWords;
     union {
-        uint32_t w[kWStages][kBoxesPerStep][kBandRows][kBoxWords];  // row 16·gi + r: row r of group gi
+        uint32_t buf[kBufWords];
         float red[kKQuarters * kBatchGroups * k3::kGroupRows * k3::kMaxS];  // after the pass
     };
-    uint32_t x[kXWords];
-    uint64_t full[kWStages];  // weight step landed (the boxes' bytes), one phase a use
+    uint64_t full[kMaxWStages];  // weight step landed (the boxes' bytes), one phase a use
+    __device__ static int stages(int S) { return S <= kDeepMaxS ? kMaxWStages : kMaxWStages - 1; }
+    __device__ uint32_t* w(int st) { return buf + st * kStageWords; }  // [box][band row][word]
 };
 // the swizzle pattern repeats every 1024 bytes, so the stages start on a 1024-byte boundary
 constexpr size_t kGemvBatchSmemBytes = sizeof(GemvBatchSmem) + 1024;
 static_assert(kThreads == 256 && kChunkKSteps % kKQuarters == 0, "the batch body maps 8 warps");
 static_assert(kBoxBytes % 1024 == 0 && kBandBytes % 1024 == 0, "every box starts on a 1024-byte boundary");
 static_assert(sizeof(float) * kKQuarters * kBatchGroups * k3::kGroupRows * k3::kMaxS <=
-                  sizeof(uint32_t) * GemvBatchSmem::kWStages * kBoxesPerStep * kBandRows * kBoxWords,
+                  sizeof(uint32_t) * (GemvBatchSmem::kMaxWStages - 1) * GemvBatchSmem::kStageWords,
               "the quarters' partials fit where the weight stages were");
+static_assert(GemvBatchSmem::kBufWords - (GemvBatchSmem::kMaxWStages - 1) * GemvBatchSmem::kStageWords >=
+                  2 * k3::kMaxS * GemvBatchSmem::kXRowWords,
+              "with 3 weight stages, two steps of x fit at the largest S");
 
 __device__ __forceinline__ GemvBatchSmem& batch_smem(unsigned char* smem) {
     return *reinterpret_cast<GemvBatchSmem*>(smem + ((1024u - (smem_u32(smem) & 1023u)) & 1023u));
@@ -66,14 +80,15 @@ __device__ __forceinline__ GemvBatchSmem& batch_smem(unsigned char* smem) {
 // Step ch: thread 0 issues the band's 4 boxes; without a band, lane i of warp 0 issues box i
 // (group i / 4, columns 64·(i % 4)).
 __device__ __forceinline__ void batch_issue_w(const WeightMap* map, GemvBatchSmem& sm, const int* groups, int G,
-                                              bool band, int ch) {
+                                              bool band, int nst, int ch) {
     if (threadIdx.x >= 32) return;
-    const int st = ch % GemvBatchSmem::kWStages, i = threadIdx.x;
+    const int st = ch % nst, i = threadIdx.x;
+    uint32_t* w = sm.w(st);
     if (band) {
         if (i == 0) {
             mbar_arrive_expect(&sm.full[st], kBoxesPerStep * kBandBytes);
             for (int b = 0; b < kBoxesPerStep; ++b)
-                bulk_tensor_2d(&sm.w[st][b][0][0], &map->band, ch * kChunkCols + b * kBoxCols,
+                bulk_tensor_2d(w + b * kBandRows * kBoxWords, &map->band, ch * kChunkCols + b * kBoxCols,
                                groups[0] * k3::kGroupRows, &sm.full[st]);
         }
         return;
@@ -81,25 +96,25 @@ __device__ __forceinline__ void batch_issue_w(const WeightMap* map, GemvBatchSme
     if (i == 0) mbar_arrive_expect(&sm.full[st], uint32_t(G * kBoxesPerStep) * kBoxBytes);
     __syncwarp();
     if (i < G * kBoxesPerStep)
-        bulk_tensor_2d(&sm.w[st][i % kBoxesPerStep][(i / kBoxesPerStep) * k3::kGroupRows][0], &map->group,
-                       ch * kChunkCols + (i % kBoxesPerStep) * kBoxCols, groups[i / kBoxesPerStep] * k3::kGroupRows,
-                       &sm.full[st]);
+        bulk_tensor_2d(w + ((i % kBoxesPerStep) * kBandRows + (i / kBoxesPerStep) * k3::kGroupRows) * kBoxWords,
+                       &map->group, ch * kChunkCols + (i % kBoxesPerStep) * kBoxCols,
+                       groups[i / kBoxesPerStep] * k3::kGroupRows, &sm.full[st]);
 }
 
 // Step ch's weights have landed (every thread waits: the wait is what makes the bytes visible).
 // Bounded like a mailbox poll; a timeout names the step (box kBoxWeightCopy).
-__device__ __forceinline__ bool batch_wait_w(const KdaArgs& a, const Ctl& c, GemvBatchSmem& sm, int ch) {
-    uint64_t* bar = &sm.full[ch % GemvBatchSmem::kWStages];
-    const uint32_t parity = uint32_t(ch / GemvBatchSmem::kWStages) & 1u;
+__device__ __forceinline__ bool batch_wait_w(const KdaArgs& a, const Ctl& c, GemvBatchSmem& sm, int nst, int ch) {
+    uint64_t* bar = &sm.full[ch % nst];
+    const uint32_t parity = uint32_t(ch / nst) & 1u;
     if (mbar_try_wait(bar, parity)) return true;
     return spin(a, c, [&] { return mbar_try_wait(bar, parity); }, [](bool done) { return done; },
                 kBoxWeightCopy, uint32_t(ch));
 }
 
 // x of step ch (S rows) into ring stage ch % nx, through cp.async; one commit group a step.
-__device__ __forceinline__ void batch_issue_x(const KdaArgs& a, GemvBatchSmem& sm, int S, int nx, int ch) {
+__device__ __forceinline__ void batch_issue_x(const KdaArgs& a, uint32_t* xring, int S, int nx, int ch) {
     if (ch < kChunks) {
-        uint32_t* stage = sm.x + (ch % nx) * S * GemvBatchSmem::kXRowWords;
+        uint32_t* stage = xring + (ch % nx) * S * GemvBatchSmem::kXRowWords;
         for (int i = threadIdx.x; i < S * (kChunkCols / 8); i += kThreads) {
             const int s = i / (kChunkCols / 8), q = i % (kChunkCols / 8);
             copy16_async(stage + s * GemvBatchSmem::kXRowWords + q * 4, a.x + size_t(s) * k3::D + ch * kChunkCols + q * 8);
@@ -123,55 +138,81 @@ __device__ __forceinline__ void async_wait_upto(int n) {
     }
 }
 
-// XRDY of both slices of step ch. Flags only ever turn ready within a launch, so once a poll has
-// seen slices 0..x_seen-1 ready, the pass stops polling them: after a wait, one sweep (a thread a
-// flag, acquire) finds how far the ready prefix reaches.
+// XRDY of both slices of step ch. Flags only ever turn ready within a launch, and every attn CTA
+// publishes its slice at about the same time, so warp 0 reads all 56 flags at once (two a lane) and
+// records how far the ready prefix reaches; later steps inside it poll nothing. Only lane 0 polls
+// while waiting, on the first slice not ready, with the mailboxes' back-off: 66 CTAs reading both
+// flag lines every 64 ns slowed the whole attn chain by ~4 µs (measured).
 __device__ __forceinline__ bool batch_wait_x(const KdaArgs& a, Ctl& c, int ch) {
     constexpr int per = kChunkCols / k3::kSlice;
-    if (ch >= kChunks || c.x_seen >= (ch + 1) * per) return true;
-    if (!wait_flags(a, c, Mailbox::XRDY, per, [&](int i) { return ch * per + i; })) return false;
-    __shared__ int ready[k3::kAttn];
-    if (threadIdx.x < k3::kAttn) {
-        ready[threadIdx.x] = ld_acquire(a.flags + c.flag_off[int(Mailbox::XRDY)] + threadIdx.x) == c.tag;
-        __threadfence();
+    static_assert(k3::kAttn <= 64, "two flags a lane");
+    const int need = (ch + 1) * per;
+    if (ch >= kChunks || c.x_seen >= need) return true;
+    bool ok = true;
+    if (threadIdx.x < 32) {
+        const uint32_t* f = a.flags + c.flag_off[int(Mailbox::XRDY)];
+        const int lane = threadIdx.x;
+        for (;;) {
+            const bool r0 = lane < k3::kAttn && ld_relaxed32(f + lane) == c.tag;
+            const bool r1 = lane + 32 < k3::kAttn && ld_relaxed32(f + lane + 32) == c.tag;
+            const uint64_t ready = uint64_t(__ballot_sync(~0u, r1)) << 32 | __ballot_sync(~0u, r0);
+            const int prefix = __ffsll(static_cast<long long>(~ready)) - 1;  // slices 56..63 never ready
+            if (prefix >= need) {
+                if (lane == 0) c.x_seen = prefix;
+                break;
+            }
+            int stop = 0;
+            if (lane == 0)
+                stop = !spin(a, c, [&] { return ld_relaxed32(f + prefix); }, [&](uint32_t v) { return v == c.tag; },
+                             uint32_t(Mailbox::XRDY), uint32_t(prefix));
+            if (__shfl_sync(~0u, stop, 0)) {
+                ok = false;
+                break;
+            }
+        }
+        __threadfence();  // acquire: x is read after the flags
     }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        int n = (ch + 1) * per;
-        while (n < k3::kAttn && ready[n]) ++n;
-        c.x_seen = n;
-    }
-    __syncthreads();
-    return true;
+    return !__syncthreads_or(!ok);
 }
 
-__device__ bool gemv_batch(const KdaArgs& a, Ctl& c, const WeightMap* map, GemvBatchSmem& sm, const int* groups, int G) {
-    constexpr int kAhead = GemvBatchSmem::kWStages - 1;
-    if (threadIdx.x == 0) {
-        c.x_seen = 0;  // (re)established by the first poll of this pass
-        for (int st = 0; st < GemvBatchSmem::kWStages; ++st) mbar_init(&sm.full[st], 1);
-        mbar_init_fence();
-    }
-    fence_async_proxy();  // the copy engine writes what threads of an earlier role wrote
-    __syncthreads();
-    const int S = a.S, tiles = (S + 7) / 8;
-    // the x ring: as many steps as fit (2 at S = 64, all 28 at S = 1); x runs nx - 1 steps ahead
-    const int nx = min(kChunks, GemvBatchSmem::kXWords / (S * GemvBatchSmem::kXRowWords)), x_ahead = nx - 1;
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, cq = lane % 4;
-    const int kw = warp % kKQuarters, ts = warp / kKQuarters;
-    bool band = true;  // the groups are one contiguous block of rows (as the plan deals them)
-    for (int gi = 1; gi < G; ++gi) band = band && groups[gi] == groups[0] + gi;
-    float acc[kBatchGroups][kTilesPerWarp][4];
+// What one warp computes in a pass: groups g0 .. g0 + kGroupsPerWarp - 1 of the band (rows past G
+// are computed and dropped: no guard inside the step), token tiles t0, t0 + 2, ... (kTilesPerWarp
+// of them; tokens past S are the last token again, computed and dropped).
+struct BatchWarp {
+    int kw, g0, t0;
+};
+
+// The pass's steps for one warp mapping; leaves the k-quarter partials in sm.red. False if a wait
+// gave up (the error word is set).
+template <int kTilesPerWarp, int kGroupsPerWarp>
+__device__ bool batch_steps(const KdaArgs& a, Ctl& c, const WeightMap* map, GemvBatchSmem& sm, const int* groups,
+                            int G, bool band, int nst, BatchWarp m) {
+    const int S = a.S, lane = threadIdx.x % 32, g = lane / 4, cq = lane % 4;
+    uint32_t* xring = sm.buf + nst * GemvBatchSmem::kStageWords;
+    // the x ring: as many steps as fit, up to kXAhead + 1 (2 at S = 64); x runs nx - 1 steps ahead.
+    // Not more: a thread's cp.async copies queue behind its earlier ones, so issuing all 28 steps of
+    // x at S = 1 before the first product took 7 µs (trace: first XRDY seen at 18.5 µs, the x
+    // copies issued at 25.3 µs)
+    constexpr int kXAhead = 3;
+    const int nx = min(kXAhead + 1, (GemvBatchSmem::kBufWords - nst * GemvBatchSmem::kStageWords) /
+                                        (S * GemvBatchSmem::kXRowWords)),
+              x_ahead = nx - 1, w_ahead = nst - 1;
+    // each of this warp's token tiles reads x row tok[u] (its lane's column of the tile)
+    int tok[kTilesPerWarp];
 #pragma unroll
-    for (int gi = 0; gi < kBatchGroups; ++gi)
+    for (int u = 0; u < kTilesPerWarp; ++u) tok[u] = min((m.t0 + u * kTileWarps) * 8 + g, S - 1) * GemvBatchSmem::kXRowWords;
+    float acc[kGroupsPerWarp][kTilesPerWarp][4];
+#pragma unroll
+    for (int gi = 0; gi < kGroupsPerWarp; ++gi)
 #pragma unroll
         for (int u = 0; u < kTilesPerWarp; ++u) acc[gi][u][0] = acc[gi][u][1] = acc[gi][u][2] = acc[gi][u][3] = 0.0f;
 
-    for (int ch = 0; ch < kAhead; ++ch) batch_issue_w(map, sm, groups, G, band, ch);  // before x exists
+    for (int ch = 0; ch < w_ahead; ++ch) batch_issue_w(map, sm, groups, G, band, nst, ch);  // before x exists
     bool ok = true;
     for (int ch = 0; ch < x_ahead && ok; ++ch) {
         ok = batch_wait_x(a, c, ch);
-        if (ok) batch_issue_x(a, sm, S, nx, ch);
+        if (ch == 0 && a.trace && threadIdx.x == 0) a.trace[blockIdx.x * kTraceWords + kTraceXFirst] = now_ns();
+        if (ok) batch_issue_x(a, xring, S, nx, ch);
     }
     if (a.trace && threadIdx.x == 0) a.trace[blockIdx.x * kTraceWords + 1] = now_ns();
     for (int ch = 0; ch < kChunks && ok; ++ch) {
@@ -180,37 +221,32 @@ __device__ bool gemv_batch(const KdaArgs& a, Ctl& c, const WeightMap* map, GemvB
             break;
         }
         async_wait_upto(x_ahead - 1);  // x steps 0..ch+x_ahead-1 issued: x(ch) has landed for this thread
-        const bool landed = batch_wait_w(a, c, sm, ch);
+        const bool landed = batch_wait_w(a, c, sm, nst, ch);
         if (__syncthreads_or(!landed)) {  // for every thread: W(ch), x(ch); step ch-1's stages are free
             ok = false;
             break;
         }
         if (a.trace && threadIdx.x == 0) a.trace[blockIdx.x * kTraceWords + 2 + ch] = now_ns();
-        if (ch + kAhead < kChunks) batch_issue_w(map, sm, groups, G, band, ch + kAhead);
-        batch_issue_x(a, sm, S, nx, ch + x_ahead);
-        const auto& w = sm.w[ch % GemvBatchSmem::kWStages];
-        const uint32_t* xs = sm.x + (ch % nx) * S * GemvBatchSmem::kXRowWords;
+        if (ch + w_ahead < kChunks) batch_issue_w(map, sm, groups, G, band, nst, ch + w_ahead);
+        batch_issue_x(a, xring, S, nx, ch + x_ahead);
+        // this warp's box (its k-quarter's 64 columns), rows of its groups
+        const uint32_t* w = sm.w(ch % nst) + (m.kw * kBandRows + m.g0 * k3::kGroupRows + g) * kBoxWords;
+        const uint32_t* xs = xring + (ch % nx) * S * GemvBatchSmem::kXRowWords + m.kw * (kChunkKSteps / kKQuarters) * 8 + cq;
 #pragma unroll
         for (int st = 0; st < kChunkKSteps / kKQuarters; ++st) {  // k-step 4kw + st: box kw, its piece pair st
             const int p0 = ((2 * st) ^ g) * 4 + cq, p1 = ((2 * st + 1) ^ g) * 4 + cq;  // swizzled (g = row % 8)
-            const int word = (kw * (kChunkKSteps / kKQuarters) + st) * 8 + cq;
             uint32_t b[kTilesPerWarp][2];
 #pragma unroll
             for (int u = 0; u < kTilesPerWarp; ++u) {
-                const int tok = min((ts + u * kTileWarps) * 8 + g, S - 1);  // columns past S: discarded
-                b[u][0] = xs[tok * GemvBatchSmem::kXRowWords + word];
-                b[u][1] = xs[tok * GemvBatchSmem::kXRowWords + word + 4];
+                b[u][0] = xs[tok[u] + st * 8];
+                b[u][1] = xs[tok[u] + st * 8 + 4];
             }
 #pragma unroll
-            for (int gi = 0; gi < kBatchGroups; ++gi) {
-                if (gi < G) {
-                    const int r = gi * k3::kGroupRows + g;
-                    const uint32_t a0 = w[kw][r][p0], a1 = w[kw][r + 8][p0];
-                    const uint32_t a2 = w[kw][r][p1], a3 = w[kw][r + 8][p1];
+            for (int gi = 0; gi < kGroupsPerWarp; ++gi) {
+                const uint32_t* r = w + gi * k3::kGroupRows * kBoxWords;
+                const uint32_t a0 = r[p0], a1 = r[8 * kBoxWords + p0], a2 = r[p1], a3 = r[8 * kBoxWords + p1];
 #pragma unroll
-                    for (int u = 0; u < kTilesPerWarp; ++u)
-                        if (ts + u * kTileWarps < tiles) mma_bf16_16816(acc[gi][u], a0, a1, a2, a3, b[u][0], b[u][1]);
-                }
+                for (int u = 0; u < kTilesPerWarp; ++u) mma_bf16_16816(acc[gi][u], a0, a1, a2, a3, b[u][0], b[u][1]);
             }
         }
     }
@@ -218,19 +254,45 @@ __device__ bool gemv_batch(const KdaArgs& a, Ctl& c, const WeightMap* map, GemvB
     if (!ok) return false;  // the error word is set
     __syncthreads();  // every step has landed and been used: the barriers retire, the stages hold partials
     if (threadIdx.x == 0)
-        for (int st = 0; st < GemvBatchSmem::kWStages; ++st) mbar_inval(&sm.full[st]);
-    // every quarter's partials, red[((kw·G + gi)·16 + row)·kMaxS + token], then added in kw order
+        for (int st = 0; st < nst; ++st) mbar_inval(&sm.full[st]);
+    // every quarter's partials, red[((kw·G + gi)·16 + row)·kMaxS + token]
 #pragma unroll
-    for (int gi = 0; gi < kBatchGroups; ++gi)
-        if (gi < G)
+    for (int gi = 0; gi < kGroupsPerWarp; ++gi)
 #pragma unroll
-            for (int u = 0; u < kTilesPerWarp; ++u)
+        for (int u = 0; u < kTilesPerWarp; ++u)
 #pragma unroll
-                for (int i = 0; i < 4; ++i) {
-                    const int row = g + (i >= 2 ? 8 : 0), tok = (ts + u * kTileWarps) * 8 + cq * 2 + (i & 1);
-                    if (tok < S) sm.red[((kw * G + gi) * 16 + row) * k3::kMaxS + tok] = acc[gi][u][i];
-                }
+            for (int i = 0; i < 4; ++i) {
+                const int gg = m.g0 + gi, row = g + (i >= 2 ? 8 : 0);
+                const int t = (m.t0 + u * kTileWarps) * 8 + cq * 2 + (i & 1);
+                if (gg < G && t < S) sm.red[((m.kw * G + gg) * 16 + row) * k3::kMaxS + t] = acc[gi][u][i];
+            }
+    return true;
+}
+
+__device__ bool gemv_batch(const KdaArgs& a, Ctl& c, const WeightMap* map, GemvBatchSmem& sm, const int* groups, int G) {
+    const int S = a.S, tiles = (S + 7) / 8, nst = GemvBatchSmem::stages(S);
+    if (threadIdx.x == 0) {
+        c.x_seen = 0;  // (re)established by the first poll of this pass
+        for (int st = 0; st < nst; ++st) mbar_init(&sm.full[st], 1);
+        mbar_init_fence();
+    }
+    fence_async_proxy();  // the copy engine writes what threads of an earlier role wrote
     __syncthreads();
+    const int warp = threadIdx.x / 32, kw = warp % kKQuarters, ts = warp / kKQuarters;
+    bool band = true;  // the groups are one contiguous block of rows (as the plan deals them)
+    for (int gi = 1; gi < G; ++gi) band = band && groups[gi] == groups[0] + gi;
+    bool ok;
+    // one token tile: the two warps of a k-quarter take half the groups each; more: half the tiles
+    static_assert(kBatchGroups % kTileWarps == 0 && kMaxTilesPerWarp == 4, "the mappings below");
+    constexpr int kHalf = kBatchGroups / kTileWarps;
+    if (tiles == 1) ok = batch_steps<1, kHalf>(a, c, map, sm, groups, G, band, nst, {kw, ts * kHalf, 0});
+    else if (tiles <= 2) ok = batch_steps<1, kBatchGroups>(a, c, map, sm, groups, G, band, nst, {kw, 0, ts});
+    else if (tiles <= 4) ok = batch_steps<2, kBatchGroups>(a, c, map, sm, groups, G, band, nst, {kw, 0, ts});
+    else if (tiles <= 6) ok = batch_steps<3, kBatchGroups>(a, c, map, sm, groups, G, band, nst, {kw, 0, ts});
+    else ok = batch_steps<4, kBatchGroups>(a, c, map, sm, groups, G, band, nst, {kw, 0, ts});
+    if (!ok) return false;
+    __syncthreads();
+    // the four quarters added in kw order
     for (int p = threadIdx.x; p < G * k3::kGroupRows * S; p += kThreads) {
         const int tok = p / (G * k3::kGroupRows), gi = p / k3::kGroupRows % G, row = p % k3::kGroupRows;
         float sum = sm.red[(gi * 16 + row) * k3::kMaxS + tok];

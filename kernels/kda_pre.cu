@@ -136,6 +136,8 @@ __device__ bool run_instructions(const KdaArgs& a, Ctl& c, const WeightMap* wmap
                 ok = false;
         }
         if (!ok) return false;
+        if (a.trace && threadIdx.x == 0)  // the instruction's end (the gemv pass stamps its own)
+            a.trace[blockIdx.x * kTraceWords + kTraceInstr + min(i - cta_begin[blockIdx.x], kTraceInstrs - 1)] = now_ns();
     }
     return true;
 }
