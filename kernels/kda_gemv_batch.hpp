@@ -144,11 +144,14 @@ __device__ __forceinline__ void async_wait_upto(int n) {
 // lane 0 polls, on the first slice not ready, with the mailboxes' back-off: 66 CTAs keep reading the
 // flag lines that the attn CTAs write, so one load a poll, not 64. (Measured: the first wait ends
 // 1.0–1.5 µs after the last ATTN_X at S = 1.)
-__device__ __forceinline__ bool batch_wait_x(const KdaArgs& a, Ctl& c, int ch) {
+// `seen` is each thread's copy of the prefix (the same in every thread): deciding on the shared
+// c.x_seen instead let a late warp see lane 0's new value and skip the barrier the others were at
+// (racecheck and an illegal instruction under memcheck, 9aa304b).
+__device__ __forceinline__ bool batch_wait_x(const KdaArgs& a, Ctl& c, int& seen, int ch) {
     constexpr int per = kChunkCols / k3::kSlice;
     static_assert(k3::kAttn <= 64, "two flags a lane");
     const int need = (ch + 1) * per;
-    if (ch >= kChunks || c.x_seen >= need) return true;
+    if (ch >= kChunks || seen >= need) return true;
     bool ok = true;
     if (threadIdx.x < 32) {
         const uint32_t* f = a.flags + c.flag_off[int(Mailbox::XRDY)];
@@ -173,7 +176,10 @@ __device__ __forceinline__ bool batch_wait_x(const KdaArgs& a, Ctl& c, int ch) {
         }
         __threadfence();  // acquire: x is read after the flags
     }
-    return !__syncthreads_or(!ok);
+    if (__syncthreads_or(!ok)) return false;
+    seen = c.x_seen;
+    __syncthreads();  // every thread has read it before lane 0 may write it again
+    return true;
 }
 
 // What one warp computes in a pass: groups g0 .. g0 + kGroupsPerWarp - 1 of the band (rows past G
@@ -210,14 +216,15 @@ __device__ bool batch_steps(const KdaArgs& a, Ctl& c, const WeightMap* map, Gemv
 
     for (int ch = 0; ch < w_ahead; ++ch) batch_issue_w(map, sm, groups, G, band, nst, ch);  // before x exists
     bool ok = true;
+    int x_seen = 0;  // XRDY slices 0..x_seen-1 seen ready (batch_wait_x)
     for (int ch = 0; ch < x_ahead && ok; ++ch) {
-        ok = batch_wait_x(a, c, ch);
+        ok = batch_wait_x(a, c, x_seen, ch);
         if (ch == 0 && a.trace && threadIdx.x == 0) a.trace[blockIdx.x * kTraceWords + kTraceXFirst] = now_ns();
         if (ok) batch_issue_x(a, xring, S, nx, ch);
     }
     if (a.trace && threadIdx.x == 0) a.trace[blockIdx.x * kTraceWords + 1] = now_ns();
     for (int ch = 0; ch < kChunks && ok; ++ch) {
-        if (!batch_wait_x(a, c, ch + x_ahead)) {  // polled now, issued once step ch-1's stages are free
+        if (!batch_wait_x(a, c, x_seen, ch + x_ahead)) {  // polled now, issued once step ch-1's stages are free
             ok = false;
             break;
         }
