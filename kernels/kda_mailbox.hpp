@@ -11,6 +11,25 @@
 
 namespace monokda::gpu {
 
+// The threads that run one instruction stream and their barrier: the whole CTA (bar 0), or on
+// NVIDIA one of the halves that run a CTA's kda tasks side by side (named barrier 1 + half).
+struct Team {
+    int tid, n, bar;
+    __device__ __forceinline__ void sync() const {
+#if MONOKDA_NVIDIA
+        if (bar != 0) return team_bar(bar, n);
+#endif
+        __syncthreads();
+    }
+    __device__ __forceinline__ bool sync_or(bool p) const {
+#if MONOKDA_NVIDIA
+        if (bar != 0) return team_bar_or(bar, n, p);
+#endif
+        return __syncthreads_or(p);
+    }
+};
+__device__ __forceinline__ Team cta_team() { return {int(threadIdx.x), kThreads, 0}; }
+
 // The "box" an error record names when a gemv pass gave up waiting for its own weight copy (entry:
 // the step), not for a mailbox.
 constexpr uint32_t kBoxWeightCopy = uint32_t(kMailboxCount);
@@ -62,32 +81,16 @@ __device__ bool spin(const KdaArgs& a, const Ctl& c, Load load, Ready ready, uin
     }
 }
 
-// Tagged box `box`, entries first.. (each c.words[box] words), n words in all: waits until each
-// carries this launch's tag and copies the values to out (shared). Block-uniform result.
-__device__ __forceinline__ bool wait_tagged(const KdaArgs& a, const Ctl& c, Mailbox box, int first_entry, int n,
-                                            float* out) {
-    const int wpe = int(c.words[int(box)]);
-    const uint64_t* words = a.tagged + c.tagged_off[int(box)] + size_t(first_entry) * wpe;
-    bool ok = true;
-    for (int w = threadIdx.x; w < n && ok; w += kThreads) {
-        uint64_t v = ld_relaxed(words + w);
-        if (uint32_t(v >> 32) != c.tag)
-            ok = spin(a, c, [&] { return v = ld_relaxed(words + w); },
-                      [&](uint64_t x) { return uint32_t(x >> 32) == c.tag; }, uint32_t(box),
-                      uint32_t(first_entry + w / wpe));
-        out[w] = f32_from_bits(uint32_t(v));
-    }
-    return !__syncthreads_or(!ok);
-}
-
 // Tagged box `box`, n words at word offsets word_of(0..n-1) from the box's start (entry
-// word_of(w) / words-per-entry): as wait_tagged, for entries that are not contiguous.
+// word_of(w) / words-per-entry): waits until each carries this launch's tag and copies the values
+// to out (shared). Team-uniform result.
 template <class WordOf>
-__device__ bool wait_tagged_at(const KdaArgs& a, const Ctl& c, Mailbox box, int n, WordOf word_of, float* out) {
+__device__ bool wait_tagged_at(const KdaArgs& a, const Ctl& c, Mailbox box, int n, WordOf word_of, float* out,
+                               Team t = cta_team()) {
     const int wpe = int(c.words[int(box)]);
     const uint64_t* words = a.tagged + c.tagged_off[int(box)];
     bool ok = true;
-    for (int w = threadIdx.x; w < n && ok; w += kThreads) {
+    for (int w = t.tid; w < n && ok; w += t.n) {
         const uint64_t* p = words + word_of(w);
         uint64_t v = ld_relaxed(p);
         if (uint32_t(v >> 32) != c.tag)
@@ -95,7 +98,14 @@ __device__ bool wait_tagged_at(const KdaArgs& a, const Ctl& c, Mailbox box, int 
                       uint32_t(box), uint32_t(word_of(w) / wpe));
         out[w] = f32_from_bits(uint32_t(v));
     }
-    return !__syncthreads_or(!ok);
+    return !t.sync_or(!ok);
+}
+
+// Tagged box `box`, entries first.. (each c.words[box] words), n words in all.
+__device__ __forceinline__ bool wait_tagged(const KdaArgs& a, const Ctl& c, Mailbox box, int first_entry, int n,
+                                            float* out, Team t = cta_team()) {
+    const int first_word = first_entry * int(c.words[int(box)]);
+    return wait_tagged_at(a, c, box, n, [&](int w) { return first_word + w; }, out, t);
 }
 
 // One thread stores word `word` of tagged entry `entry`.
@@ -106,11 +116,11 @@ __device__ __forceinline__ void put_tagged(const KdaArgs& a, const Ctl& c, Mailb
 }
 
 // Waits for n flags of `box`, flag i at entry entry_of(i); thread i polls flag i. After it, every
-// thread may read what the flags guard. Block-uniform result.
+// thread may read what the flags guard. Team-uniform result.
 template <class EntryOf>
-__device__ bool wait_flags(const KdaArgs& a, const Ctl& c, Mailbox box, int n, EntryOf entry_of) {
+__device__ bool wait_flags(const KdaArgs& a, const Ctl& c, Mailbox box, int n, EntryOf entry_of, Team t = cta_team()) {
     bool ok = true;
-    for (int i = threadIdx.x; i < n && ok; i += kThreads) {
+    for (int i = t.tid; i < n && ok; i += t.n) {
         const int e = entry_of(i);
         const uint32_t* f = a.flags + c.flag_off[int(box)] + e;
         if (ld_acquire(f) != c.tag)
@@ -118,34 +128,35 @@ __device__ bool wait_flags(const KdaArgs& a, const Ctl& c, Mailbox box, int n, E
                       uint32_t(e));
         __threadfence();
     }
-    return !__syncthreads_or(!ok);
+    return !t.sync_or(!ok);
 }
 
 // PROJ groups group_of(0..n-1). A flag, once released, stays so for the launch: groups this CTA
 // has seen released are not polled again, and after a wait one sweep (a thread a flag, acquire)
 // records every group released by then, so later kda tasks on this CTA skip most polls.
 template <class GroupOf>
-__device__ bool wait_proj(const KdaArgs& a, Ctl& c, int n, GroupOf group_of) {
+__device__ bool wait_proj(const KdaArgs& a, Ctl& c, int n, GroupOf group_of, Team t = cta_team()) {
     bool all = true;
     for (int i = 0; i < n; ++i) {
         const int g = group_of(i);
         all = all && ((c.proj_seen[g >> 5] >> (g & 31)) & 1u);
     }
     if (all) return true;  // the same answer in every thread: the bitmask changes only below, between barriers
-    if (!wait_flags(a, c, Mailbox::PROJ, n, group_of)) return false;
-    for (int g = threadIdx.x; g < k3::kGroups; g += kThreads)
+    if (!wait_flags(a, c, Mailbox::PROJ, n, group_of, t)) return false;
+    for (int g = t.tid; g < k3::kGroups; g += t.n)
         if (ld_acquire(a.flags + c.flag_off[int(Mailbox::PROJ)] + g) == c.tag)
             atomicOr(&c.proj_seen[g >> 5], 1u << (g & 31));
     __threadfence();
-    __syncthreads();
+    t.sync();
     return true;
 }
 
 // Every thread calls it after writing its share of what the flag guards.
-__device__ __forceinline__ void publish_flag(const KdaArgs& a, const Ctl& c, Mailbox box, int entry) {
+__device__ __forceinline__ void publish_flag(const KdaArgs& a, const Ctl& c, Mailbox box, int entry,
+                                             Team t = cta_team()) {
     __threadfence();
-    __syncthreads();
-    if (threadIdx.x == 0) st_release(a.flags + c.flag_off[int(box)] + entry, c.tag);
+    t.sync();
+    if (t.tid == 0) st_release(a.flags + c.flag_off[int(box)] + entry, c.tag);
 }
 
 }  // namespace monokda::gpu

@@ -32,7 +32,19 @@ constexpr size_t kGemvSmemBytes = std::max(sizeof(GemvSmem), kGemvBatchSmemBytes
 #else
 constexpr size_t kGemvSmemBytes = sizeof(GemvSmem);
 #endif
-constexpr size_t kSmemBytes = std::max(sizeof(AttnSmem), std::max(kGemvSmemBytes, sizeof(KdaSmem)));
+// A CTA's kda tasks run in kKdaTeams streams side by side, each in its own threads and shared
+// memory (tasks team, team + kKdaTeams, ... of the CTA's list): a task is a chain of dependent round
+// trips and cross-CTA waits, so two in flight on a CTA overlap one's waits with the other's work.
+// AMD (one workgroup barrier, no named ones) runs one stream.
+#if MONOKDA_NVIDIA
+constexpr int kKdaTeams = 2;
+#else
+constexpr int kKdaTeams = 1;
+#endif
+constexpr int kTeamThreads = kThreads / kKdaTeams;
+constexpr size_t kKdaSmemStride = (sizeof(KdaSmem) + 127) / 128 * 128;
+constexpr size_t kSmemBytes =
+    std::max(sizeof(AttnSmem), std::max(kGemvSmemBytes, kKdaTeams * kKdaSmemStride));
 constexpr int kHeaderWords = int(sizeof(PlanHeader) / 4);
 #if MONOKDA_AMD
 constexpr size_t kSmemLimit = 65536;  // LDS a workgroup on gfx90a / gfx940
@@ -72,6 +84,74 @@ __device__ bool step_values_ok(const KdaArgs& a, const Ctl& c) {
     return !__syncthreads_or(bad);
 }
 
+// The rest of a CTA's list from `first` on, when it is kda tasks only, each LOAD, CONV, REC, NORM of
+// one (r, h, c) (as the plan deals them): task k runs on team k % kKdaTeams. Within a team the
+// order is the list's, and the next task's KDA_LOAD (no waits, produces nothing) runs ahead of this
+// task's KDA_NORM, so its loads overlap the wait for the sibling chunks' ONRM partials (KDA_NORM
+// reads none of what KDA_LOAD writes). A team's stream is a subsequence of the CTA's list, so every
+// wait the plan lets finish in list order still finishes (the emulator checks the list order).
+__device__ bool kda_tasks_well_formed(const Instr* ins, int first, int end) {
+    if ((end - first) % 4 != 0) return false;
+    for (int i = first; i < end; i += 4)
+        for (int k = 0; k < 4; ++k)
+            if (ins[i + k].op != int32_t(Op::KDA_LOAD) + k || ins[i + k].a != ins[i].a || ins[i + k].b != ins[i].b ||
+                ins[i + k].c != ins[i].c)
+                return false;
+    return true;
+}
+
+__device__ bool run_kda_teams(const KdaArgs& a, Ctl& c, const Instr* ins, int first, int end, int list0,
+                              unsigned char* smem) {
+    __shared__ Ctl team_ctl[kKdaTeams];  // per team: the instruction being run, the PROJ groups seen
+    if (threadIdx.x < kKdaTeams) team_ctl[threadIdx.x] = c;
+    __syncthreads();
+    const int k0 = int(threadIdx.x) / kTeamThreads;
+    const Team team{int(threadIdx.x) % kTeamThreads, kTeamThreads, kKdaTeams == 1 ? 0 : 1 + k0};
+    Ctl& tc = team_ctl[k0];
+    KdaSmem& sm = *reinterpret_cast<KdaSmem*>(smem + k0 * kKdaSmemStride);
+    auto at = [&](int i) {  // the instruction about to run, for an error record
+        if (team.tid == 0) tc.instr = i;
+    };
+    auto done = [&](int i) {  // its end, for the trace
+        if (a.trace && team.tid == 0)
+            a.trace[blockIdx.x * kTraceWords + kTraceInstr + min(i - list0, kTraceInstrs - 1)] = now_ns();
+    };
+    const int tasks = (end - first) / 4;
+    bool ok = true, loaded = false;
+    for (int k = k0; k < tasks && ok; k += kKdaTeams) {
+        const int i = first + 4 * k;
+        const Instr in = ins[i];
+        if (!loaded) {
+            at(i);
+            team.sync();
+            kda_load(a, sm, in.a, in.b, in.c, team);
+            done(i);
+        }
+        at(i + 1);
+        team.sync();
+        ok = kda_conv(a, tc, sm, in.a, in.b, in.c, team);
+        if (!ok) break;
+        done(i + 1);
+        at(i + 2);
+        team.sync();
+        ok = kda_rec(a, tc, sm, in.a, in.b, in.c, team);
+        if (!ok) break;
+        done(i + 2);
+        loaded = k + kKdaTeams < tasks;
+        if (loaded) {
+            const Instr nx = ins[i + 4 * kKdaTeams];
+            at(i + 4 * kKdaTeams);
+            kda_load(a, sm, nx.a, nx.b, nx.c, team);
+            done(i + 4 * kKdaTeams);
+        }
+        at(i + 3);
+        team.sync();
+        ok = kda_norm(a, tc, sm, in.a, in.b, in.c, team);
+        if (ok) done(i + 3);
+    }
+    return !__syncthreads_or(!ok);
+}
+
 template <bool kExactInProj>
 __device__ bool run_instructions(const KdaArgs& a, Ctl& c, const WeightMap* wmap, unsigned char* smem) {
     const PlanHeader* h = reinterpret_cast<const PlanHeader*>(a.plan);
@@ -83,6 +163,8 @@ __device__ bool run_instructions(const KdaArgs& a, Ctl& c, const WeightMap* wmap
     const int end = cta_begin[blockIdx.x + 1];
     for (int i = cta_begin[blockIdx.x]; i < end; ++i) {
         const Instr in = ins[i];
+        if (kKdaTeams > 1 && Op(in.op) == Op::KDA_LOAD && kda_tasks_well_formed(ins, i, end))
+            return run_kda_teams(a, c, ins, i, end, cta_begin[blockIdx.x], smem);
         if (threadIdx.x == 0) c.instr = i;
         __syncthreads();
         bool ok = true;
