@@ -163,7 +163,8 @@ __device__ bool run_instructions(const KdaArgs& a, Ctl& c, const WeightMap* wmap
     const int end = cta_begin[blockIdx.x + 1];
     for (int i = cta_begin[blockIdx.x]; i < end; ++i) {
         const Instr in = ins[i];
-        if (kKdaTeams > 1 && Op(in.op) == Op::KDA_LOAD && kda_tasks_well_formed(ins, i, end))
+        // teams only for two tasks or more: one task runs faster on the whole CTA
+        if (kKdaTeams > 1 && Op(in.op) == Op::KDA_LOAD && end - i >= 8 && kda_tasks_well_formed(ins, i, end))
             return run_kda_teams(a, c, ins, i, end, cta_begin[blockIdx.x], smem);
         if (threadIdx.x == 0) c.instr = i;
         __syncthreads();
