@@ -84,12 +84,20 @@ __device__ bool step_values_ok(const KdaArgs& a, const Ctl& c) {
     return !__syncthreads_or(bad);
 }
 
-// The rest of a CTA's list from `first` on, when it is kda tasks only, each LOAD, CONV, REC, NORM of
-// one (r, h, c) (as the plan deals them): task k runs on team k % kKdaTeams. Within a team the
-// order is the list's, and the next task's KDA_LOAD (no waits, produces nothing) runs ahead of this
-// task's KDA_NORM, so its loads overlap the wait for the sibling chunks' ONRM partials (KDA_NORM
-// reads none of what KDA_LOAD writes). A team's stream is a subsequence of the CTA's list, so every
-// wait the plan lets finish in list order still finishes (the emulator checks the list order).
+// A CTA's kda instructions from `first` on (up to `end` or the first instruction of another
+// role), in one of two modes:
+// - the rest of the list is kda tasks, each LOAD, CONV, REC, NORM of one (r, h, c), as the plan
+//   deals them, and there are two or more: task k runs on team k % kKdaTeams;
+// - otherwise the whole CTA runs them one by one in list order.
+// Within a team the order is the list's, and the next task's KDA_LOAD (no waits, produces nothing)
+// runs ahead of this task's KDA_NORM, so its loads overlap the wait for the sibling chunks' ONRM
+// partials (KDA_NORM reads none of what KDA_LOAD writes). A team's stream is a subsequence of the
+// CTA's list, so every wait the plan lets finish in list order still finishes (the emulator checks
+// the list order). Each kda body has one call site here (two for KDA_LOAD): a second, inlined copy
+// of the bodies made S = 1 ~8 µs slower even where it never ran (measured, docs/results).
+// *next: the first instruction not run (another role's, or end).
+__device__ __forceinline__ bool is_kda(int32_t op) { return op >= int32_t(Op::KDA_LOAD) && op <= int32_t(Op::KDA_NORM); }
+
 __device__ bool kda_tasks_well_formed(const Instr* ins, int first, int end) {
     if ((end - first) % 4 != 0) return false;
     for (int i = first; i < end; i += 4)
@@ -100,54 +108,61 @@ __device__ bool kda_tasks_well_formed(const Instr* ins, int first, int end) {
     return true;
 }
 
-__device__ bool run_kda_teams(const KdaArgs& a, Ctl& c, const Instr* ins, int first, int end, int list0,
-                              unsigned char* smem) {
+__device__ bool run_kda(const KdaArgs& a, Ctl& c, const Instr* ins, int first, int end, int list0,
+                        unsigned char* smem, int* next) {
+    const int teams = kKdaTeams > 1 && end - first >= 8 && kda_tasks_well_formed(ins, first, end) ? kKdaTeams : 1;
     __shared__ Ctl team_ctl[kKdaTeams];  // per team: the instruction being run, the PROJ groups seen
-    if (threadIdx.x < kKdaTeams) team_ctl[threadIdx.x] = c;
-    __syncthreads();
-    const int k0 = int(threadIdx.x) / kTeamThreads;
-    const Team team{int(threadIdx.x) % kTeamThreads, kTeamThreads, kKdaTeams == 1 ? 0 : 1 + k0};
-    Ctl& tc = team_ctl[k0];
+    if (teams > 1) {
+        if (threadIdx.x < teams) team_ctl[threadIdx.x] = c;
+        __syncthreads();
+    }
+    const int tn = kThreads / teams, k0 = int(threadIdx.x) / tn;
+    const Team team{int(threadIdx.x) % tn, tn, teams == 1 ? 0 : 1 + k0};
+    Ctl& tc = teams == 1 ? c : team_ctl[k0];
     KdaSmem& sm = *reinterpret_cast<KdaSmem*>(smem + k0 * kKdaSmemStride);
-    auto at = [&](int i) {  // the instruction about to run, for an error record
-        if (team.tid == 0) tc.instr = i;
-    };
-    auto done = [&](int i) {  // its end, for the trace
+    // this team's j-th instruction: list order, or its tasks' instructions in turn
+    auto index = [&](int j) { return teams == 1 ? first + j : first + 4 * (k0 + j / 4 * teams) + j % 4; };
+    int count = 0;
+    if (teams == 1)
+        while (first + count < end && is_kda(ins[first + count].op)) ++count;
+    else
+        count = 4 * ((end - first) / 4 / teams + (k0 < (end - first) / 4 % teams ? 1 : 0));
+    *next = teams == 1 ? first + count : end;
+    auto done = [&](int i) {  // the instruction's end, for the trace
         if (a.trace && team.tid == 0)
             a.trace[blockIdx.x * kTraceWords + kTraceInstr + min(i - list0, kTraceInstrs - 1)] = now_ns();
     };
-    const int tasks = (end - first) / 4;
-    bool ok = true, loaded = false;
-    for (int k = k0; k < tasks && ok; k += kKdaTeams) {
-        const int i = first + 4 * k;
+    bool ok = true;
+    int loaded = -1;  // a KDA_LOAD already run ahead
+    for (int j = 0; j < count && ok; ++j) {
+        const int i = index(j);
         const Instr in = ins[i];
-        if (!loaded) {
-            at(i);
-            team.sync();
-            kda_load(a, sm, in.a, in.b, in.c, team);
-            done(i);
+        if (team.tid == 0) tc.instr = i;
+        team.sync();
+        switch (Op(in.op)) {
+            case Op::KDA_LOAD:
+                if (loaded == i) continue;  // run ahead of the previous task's KDA_NORM
+                kda_load(a, sm, in.a, in.b, in.c, team);
+                break;
+            case Op::KDA_CONV: ok = kda_conv(a, tc, sm, in.a, in.b, in.c, team); break;
+            case Op::KDA_REC:
+                ok = kda_rec(a, tc, sm, in.a, in.b, in.c, team);
+                if (ok && j + 2 < count && Op(ins[index(j + 1)].op) == Op::KDA_NORM &&
+                    Op(ins[index(j + 2)].op) == Op::KDA_LOAD) {
+                    done(i);
+                    const int li = index(j + 2);
+                    const Instr nx = ins[li];
+                    if (team.tid == 0) tc.instr = li;
+                    kda_load(a, sm, nx.a, nx.b, nx.c, team);
+                    loaded = li;
+                    done(li);
+                    continue;
+                }
+                break;
+            case Op::KDA_NORM: ok = kda_norm(a, tc, sm, in.a, in.b, in.c, team); break;
+            default: ok = false;  // not reached: count stops at the first instruction of another role
         }
-        at(i + 1);
-        team.sync();
-        ok = kda_conv(a, tc, sm, in.a, in.b, in.c, team);
-        if (!ok) break;
-        done(i + 1);
-        at(i + 2);
-        team.sync();
-        ok = kda_rec(a, tc, sm, in.a, in.b, in.c, team);
-        if (!ok) break;
-        done(i + 2);
-        loaded = k + kKdaTeams < tasks;
-        if (loaded) {
-            const Instr nx = ins[i + 4 * kKdaTeams];
-            at(i + 4 * kKdaTeams);
-            kda_load(a, sm, nx.a, nx.b, nx.c, team);
-            done(i + 4 * kKdaTeams);
-        }
-        at(i + 3);
-        team.sync();
-        ok = kda_norm(a, tc, sm, in.a, in.b, in.c, team);
-        if (ok) done(i + 3);
+        if (ok) done(i);
     }
     return !__syncthreads_or(!ok);
 }
@@ -159,13 +174,15 @@ __device__ bool run_instructions(const KdaArgs& a, Ctl& c, const WeightMap* wmap
     const Instr* ins = reinterpret_cast<const Instr*>(cta_begin + h->blocks + 1);
     AttnSmem& attn = *reinterpret_cast<AttnSmem*>(smem);
     GemvSmem& gemv = *reinterpret_cast<GemvSmem*>(smem);
-    KdaSmem& kda = *reinterpret_cast<KdaSmem*>(smem);
     const int end = cta_begin[blockIdx.x + 1];
     for (int i = cta_begin[blockIdx.x]; i < end; ++i) {
         const Instr in = ins[i];
-        // teams only for two tasks or more: one task runs faster on the whole CTA
-        if (kKdaTeams > 1 && Op(in.op) == Op::KDA_LOAD && end - i >= 8 && kda_tasks_well_formed(ins, i, end))
-            return run_kda_teams(a, c, ins, i, end, cta_begin[blockIdx.x], smem);
+        if (is_kda(in.op)) {
+            int next = end;
+            if (!run_kda(a, c, ins, i, end, cta_begin[blockIdx.x], smem, &next)) return false;
+            i = next - 1;
+            continue;
+        }
         if (threadIdx.x == 0) c.instr = i;
         __syncthreads();
         bool ok = true;
@@ -196,24 +213,6 @@ __device__ bool run_instructions(const KdaArgs& a, Ctl& c, const WeightMap* wmap
             case Op::ATTN_X: ok = attn_x(a, c, attn, in.a); break;
             case Op::GEMV_PREFETCH: gemv_prefetch(a, c, gemv, in.a); break;
             case Op::GEMV_GROUP: ok = gemv_group<kExactInProj>(a, c, gemv, in.a); break;
-            case Op::KDA_LOAD: kda_load(a, kda, in.a, in.b, in.c); break;
-            case Op::KDA_CONV: ok = kda_conv(a, c, kda, in.a, in.b, in.c); break;
-            case Op::KDA_REC:
-                ok = kda_rec(a, c, kda, in.a, in.b, in.c);
-                if (ok && i + 2 < end && Op(ins[i + 1].op) == Op::KDA_NORM && Op(ins[i + 2].op) == Op::KDA_LOAD) {
-                    // The next task's KDA_LOAD (no waits, produces nothing) moves ahead of this task's
-                    // KDA_NORM, so its loads overlap the wait for the sibling chunks' ONRM partials.
-                    // KDA_NORM reads none of what KDA_LOAD writes (onrm, rr, obits only).
-                    const Instr nx = ins[i + 2];
-                    if (threadIdx.x == 0) c.instr = i + 2;
-                    kda_load(a, kda, nx.a, nx.b, nx.c);
-                    if (threadIdx.x == 0) c.instr = i + 1;
-                    __syncthreads();
-                    ok = kda_norm(a, c, kda, in.a, in.b, in.c);
-                    i += 2;
-                }
-                break;
-            case Op::KDA_NORM: ok = kda_norm(a, c, kda, in.a, in.b, in.c); break;
             default:
                 if (threadIdx.x == 0) record_error(a, c, kErrBadOpcode, ~0u, ~0u, uint32_t(in.op), 0);
                 ok = false;

@@ -42,18 +42,29 @@ constexpr int kWave = 64;
 constexpr int kWave = 32;
 #endif
 
-// A barrier over part of a CTA (NVIDIA named barriers: id 1..15, n threads, a multiple of 32), so
+// A barrier over part of a CTA (NVIDIA named barriers 1 and 2, n threads, a multiple of 32), so
 // two halves of a CTA can run separate instruction streams. AMD has only the workgroup barrier:
 // its CTAs run one stream (kda_pre.cu, kKdaTeams).
 #if MONOKDA_NVIDIA
-__device__ __forceinline__ void team_bar(int id, int n) { asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(n) : "memory"); }
+// ids 1 and 2 only, as immediates: a barrier id in a register makes ptxas reserve all 16
+__device__ __forceinline__ void team_bar(int id, int n) {
+    if (id == 1) asm volatile("bar.sync 1, %0;" ::"r"(n) : "memory");
+    else asm volatile("bar.sync 2, %0;" ::"r"(n) : "memory");
+}
 __device__ __forceinline__ bool team_bar_or(int id, int n, bool p) {
     uint32_t r;
-    asm volatile(
-        "{\n .reg .pred pi, po;\n setp.ne.u32 pi, %1, 0;\n bar.red.or.pred po, %2, %3, pi;\n selp.u32 %0, 1, 0, po;\n}"
-        : "=r"(r)
-        : "r"(uint32_t(p)), "r"(id), "r"(n)
-        : "memory");
+    if (id == 1)
+        asm volatile(
+            "{\n .reg .pred pi, po;\n setp.ne.u32 pi, %1, 0;\n bar.red.or.pred po, 1, %2, pi;\n selp.u32 %0, 1, 0, po;\n}"
+            : "=r"(r)
+            : "r"(uint32_t(p)), "r"(n)
+            : "memory");
+    else
+        asm volatile(
+            "{\n .reg .pred pi, po;\n setp.ne.u32 pi, %1, 0;\n bar.red.or.pred po, 2, %2, pi;\n selp.u32 %0, 1, 0, po;\n}"
+            : "=r"(r)
+            : "r"(uint32_t(p)), "r"(n)
+            : "memory");
     return r != 0;
 }
 #endif
