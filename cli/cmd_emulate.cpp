@@ -14,7 +14,7 @@ using namespace monokda::emu;
 int cmd_emulate(const Args& args) {
     po::options_description opts("monokda emulate");
     std::string fixture, config, schedule, inject, timeline, out, env_out, env_in, replay;
-    int R, L, nb, blocks, resident, steps, orders, sweep;
+    int R, L, nb, blocks, resident, steps, orders, sweep, teams;
     uint64_t seed, fseed;
     opts.add_options()
         ("fixture", po::value(&fixture), "fixture file (default: a built-in fixture from --config/--R/--L/--nb)")
@@ -30,6 +30,8 @@ int cmd_emulate(const Args& args) {
         ("resident", po::value(&resident)->default_value(0), "co-resident CTAs (default: all)")
         ("steps", po::value(&steps)->default_value(1), "consecutive launches over the same mailbox memory (1..64)")
         ("amd", "model AMD's in-order load retirement (a poll waits for the CTA's earlier loads)")
+        ("kda-teams", po::value(&teams)->default_value(1),
+         "kda tasks a CTA runs side by side (the NVIDIA kernel: 2; 1: the list order)")
         ("inject", po::value(&inject)->default_value("none"), "plant a protocol fault (see --list-faults)")
         ("list-faults", "list the faults --inject knows and exit")
         ("timeline", po::value(&timeline), "write the schedule as an SVG: one lane per CTA")
@@ -47,7 +49,7 @@ int cmd_emulate(const Args& args) {
     po::variables_map vm;
     if (!parse_args(args,
                     "monokda emulate [FIXTURE] [--config k3|small] [--R 2] [--L 4] [--nb 4] [--blocks N] "
-                    "[--schedule random|pct|rr|delay:ROLE] [--seed S] [--resident N] [--steps K] [--amd] "
+                    "[--schedule random|pct|rr|delay:ROLE] [--seed S] [--resident N] [--steps K] [--amd] [--kda-teams N] "
                     "[--inject NAME] [--list-faults] [--timeline F] [-o OUT] [--envelope-out F] [--sweep N] "
                     "[--replay TOKEN]",
                     opts, pos, vm))
@@ -76,6 +78,8 @@ int cmd_emulate(const Args& args) {
     if (steps < 1 || steps > 64) bad_input("--steps must be in 1..64 (got " + std::to_string(steps) + ")");
     o.steps = steps;
     o.amd = vm.count("amd") > 0;
+    if (teams < 1 || teams > 8) bad_input("--kda-teams must be in 1..8 (got " + std::to_string(teams) + ")");
+    o.kda_teams = teams;
     o.fault = parse_fault(inject);
     if (sweep < 0 || sweep > 100000) bad_input("--sweep must be in 0..100000");
     if (vm.count("replay")) o = apply_token(o, replay);

@@ -1,6 +1,7 @@
 #include "core/plan.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 #include <cstring>
 
 #include "core/error.hpp"
@@ -159,6 +160,27 @@ Plan Plan::build(const Config& cfg, const PlanParams& params) {
             }
     p.derive();
     return p;
+}
+
+Plan Plan::with_kda_teams(int teams) const {
+    if (teams < 1 || teams > 8) throw BadInput("plan: kda teams must be 1..8, not " + std::to_string(teams));
+    Plan q = *this;
+    for (int cta = 0; cta < launch_blocks() && teams > 1; ++cta) {
+        std::vector<Instr>& l = q.instrs_[size_t(cta)];
+        const int f = kda_team_tasks_begin(l.data(), int(l.size()));
+        if (f < 0) continue;
+        std::vector<std::vector<Instr>> team(static_cast<size_t>(teams));
+        for (int i = f; i < int(l.size()); ++i) team[size_t((i - f) / 4 % teams)].push_back(l[size_t(i)]);
+        l.resize(size_t(f));
+        l.insert(l.end(), team[0].begin(), team[0].end());
+        for (int t = 1; t < teams; ++t) {
+            if (team[size_t(t)].empty()) continue;
+            q.instrs_.push_back(team[size_t(t)]);
+            q.team_parent_.push_back(cta);
+        }
+    }
+    q.derive();
+    return q;
 }
 
 static void add_groups(std::vector<Plan::Wait>& w, int32_t group, const Plan& p, int col0, int ncols,
@@ -343,6 +365,7 @@ std::vector<int32_t> Plan::serialize() const {
     PlanHeader h{};
     h.magic = kPlanMagic;
     h.version = kPlanVersion;
+    if (!team_parent_.empty()) throw std::logic_error("plan: a with_kda_teams plan is the emulator's, not a launch's");
     h.blocks = blocks();
     h.n_attn = n_attn_;
     h.slice_width = params_.slice_width;

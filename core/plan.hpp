@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/bf16.hpp"  // MONOKDA_HD
 #include "core/config.hpp"
 #include "reference/reduction_order.hpp"
 
@@ -66,6 +67,23 @@ struct Instr {
 };
 static_assert(sizeof(Instr) == 16, "Instr is four int32 words");
 
+// kda teams (the NVIDIA kernel runs a CTA's kda tasks two at a time, kernels/kda_pre.cu run_kda):
+// where a CTA's list of n instructions ends in two or more kda tasks, each LOAD, CONV, REC, NORM of
+// one (r, h, chunk), returns the index where those tasks start (task k of them runs on team
+// k % teams); otherwise -1. One definition for the kernel and the emulator (Plan::with_kda_teams).
+MONOKDA_HD int kda_team_tasks_begin(const Instr* list, int n) {
+    const int32_t load = int32_t(Op::KDA_LOAD), norm = int32_t(Op::KDA_NORM);
+    int f = n;
+    while (f > 0 && list[f - 1].op >= load && list[f - 1].op <= norm) --f;
+    if (n - f < 8 || (n - f) % 4 != 0) return -1;
+    for (int i = f; i < n; i += 4)
+        for (int k = 0; k < 4; ++k)
+            if (list[i + k].op != load + k || list[i + k].a != list[i].a || list[i + k].b != list[i].b ||
+                list[i + k].c != list[i].c)
+                return -1;
+    return f;
+}
+
 // The flat serialisation's header (all int32). Layout of serialize():
 //   PlanHeader | entries[kMailboxCount] | words_per_entry[kMailboxCount] | cta_begin[blocks + 1] |
 //   Instr[total_instrs] (four words each: op, a, b, c)
@@ -88,9 +106,10 @@ public:
 
     const Config& config() const { return cfg_; }
     const PlanParams& params() const { return params_; }
-    int blocks() const { return params_.blocks; }
+    int blocks() const { return params_.blocks + int(team_parent_.size()); }  // lists (with_kda_teams: more than the launch's)
+    int launch_blocks() const { return params_.blocks; }
     int n_attn() const { return n_attn_; }      // attn CTAs 0..n_attn-1, one slice each
-    int n_gemv() const { return blocks() - n_attn_; }  // gemv CTAs n_attn..blocks-1
+    int n_gemv() const { return launch_blocks() - n_attn_; }  // gemv CTAs n_attn..launch_blocks-1
     int n_groups() const { return n_groups_; }  // N / gemv_group_rows
     int n_chunks() const { return n_chunks_; }  // V / kda_chunk_rows
     int qk_share() const { return cfg_.K / n_chunks_; }  // q (and k) channels a kda task convolves
@@ -105,7 +124,7 @@ public:
     int groups_per_gemv_cta() const { return (n_groups_ + n_gemv() - 1) / n_gemv(); }
     int gemv_cta(int group) const { return n_attn_ + group / groups_per_gemv_cta(); }
     int kda_task_index(int r, int h, int chunk) const { return (r * cfg_.H + h) * n_chunks_ + chunk; }
-    int kda_cta(int r, int h, int chunk) const { return kda_task_index(r, h, chunk) % blocks(); }
+    int kda_cta(int r, int h, int chunk) const { return kda_task_index(r, h, chunk) % launch_blocks(); }
     int group_of_col(int proj_col) const { return proj_col / params_.gemv_group_rows; }
 
     // Mailbox entry indices (row-major over the listed dims) and sizes.
@@ -162,6 +181,15 @@ public:
     std::vector<int32_t> serialize() const;
     static PlanHeader read_header(const std::vector<int32_t>& words);
 
+    // The schedules the kernel's kda teams allow, for the emulator: on every CTA whose list ends in
+    // two or more kda tasks (kda_team_tasks_begin), the tasks of teams 1..teams-1 move to lists of
+    // their own, appended after the launch's CTAs, so each team has its own stores, clock and polls as
+    // on the device. Such a list may start at once, where the kernel's team starts after the CTA's
+    // first role: the emulator explores more orders than the kernel has, never fewer. team_parent:
+    // the launch CTA a list belongs to. Not for the launcher (serialize() refuses it).
+    Plan with_kda_teams(int teams) const;
+    int team_parent(int cta) const { return cta < launch_blocks() ? cta : team_parent_[size_t(cta - launch_blocks())]; }
+
     // For fault injection and tests: replace an instruction's operands or drop one, then rebuild
     // the derived tables (waits, produces, producers). Index errors are BadInput.
     void set_instr(int cta, int i, const Instr& in);
@@ -181,6 +209,7 @@ private:
     std::vector<std::vector<std::vector<MailboxRef>>> produces_;
     std::vector<std::vector<Producer>> producer_;  // per mailbox, per entry; {-1,-1}: none; {-2,..}: several
     std::vector<std::string> derive_problems_;
+    std::vector<int32_t> team_parent_;  // with_kda_teams: the launch CTA of each appended list
 };
 
 }  // namespace monokda

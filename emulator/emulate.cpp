@@ -52,16 +52,26 @@ std::string FixtureSpec::str() const {
            std::to_string(seed);
 }
 
+// v1: one kda stream a CTA; v2 adds the kda teams field (tN) before the fixture.
 std::string make_token(const EmulateOptions& o) {
-    return "v1/" + o.schedule.str() + "/" + std::to_string(o.schedule.seed) + "/r" + std::to_string(o.resident) + "/k" +
-           std::to_string(o.steps) + "/a" + (o.amd ? "1" : "0") + "/" + to_string(o.fault) + "/b" +
-           std::to_string(o.blocks) + "/" + o.fixture.str();
+    return std::string(o.kda_teams > 1 ? "v2/" : "v1/") + o.schedule.str() + "/" + std::to_string(o.schedule.seed) +
+           "/r" + std::to_string(o.resident) + "/k" + std::to_string(o.steps) + "/a" + (o.amd ? "1" : "0") + "/" +
+           to_string(o.fault) + "/b" + std::to_string(o.blocks) + "/" +
+           (o.kda_teams > 1 ? "t" + std::to_string(o.kda_teams) + "/" : "") + o.fixture.str();
 }
 
 EmulateOptions apply_token(EmulateOptions o, const std::string& token) {
     auto p = split(token, '/');
+    o.kda_teams = 1;
+    if (p.size() == 10 && p[0] == "v2") {
+        if (p[8].size() < 2 || p[8][0] != 't') bad_input("replay token: bad kda teams field '" + p[8] + "'");
+        o.kda_teams = int(parse_num(p[8].substr(1), "kda teams", 2, 8));
+        p.erase(p.begin() + 8);
+        p[0] = "v1";
+    }
     if (p.size() != 9 || p[0] != "v1")
-        bad_input("replay token must look like v1/SCHEDULE/SEED/rN/kN/a0|1/FAULT/bN/FIXTURE (got '" + token + "')");
+        bad_input("replay token must look like v1/SCHEDULE/SEED/rN/kN/a0|1/FAULT/bN/FIXTURE or "
+                  "v2/SCHEDULE/SEED/rN/kN/a0|1/FAULT/bN/tN/FIXTURE (got '" + token + "')");
     o.schedule = Schedule::parse(p[1]);
     o.schedule.seed = uint64_t(parse_num(p[2], "seed", 0, (long long)(~0ull >> 1)));
     if (p[3].size() < 2 || p[3][0] != 'r') bad_input("replay token: bad resident field '" + p[3] + "'");
@@ -256,6 +266,7 @@ EmulateResult emulate(Prepared& prep, const EmulateOptions& o) {
     EmulateResult res;
     const Config& cfg = prep.plan.config();
     res.plan = apply_plan_fault(prep.plan, o.fault);
+    if (o.kda_teams > 1) res.plan = res.plan.with_kda_teams(o.kda_teams);
     MachineOptions mo;
     mo.schedule = o.schedule;
     mo.fault = o.fault;
@@ -265,8 +276,8 @@ EmulateResult emulate(Prepared& prep, const EmulateOptions& o) {
     if (o.fault == Fault::wrong_accepted_window && cfg.L < 2) bad_input("fault wrong_accepted_window needs L >= 2");
     // several steps straddle the epoch counter's wrap-around
     mo.epoch_start = res.steps == 1 ? 1u : 0xffffffffu - uint32_t(res.steps / 2 - 1);
-    const int need = prep.plan.min_residency();
-    res.resident = o.resident > 0 ? std::min(o.resident, prep.plan.blocks()) : prep.plan.blocks();
+    const int need = res.plan.min_residency();
+    res.resident = o.resident > 0 ? std::min(o.resident, res.plan.blocks()) : res.plan.blocks();
     if (o.fault == Fault::too_few_resident) res.resident = need - 1;
     mo.resident = res.resident;
     extend(prep, res.steps);
@@ -336,10 +347,13 @@ EmulateResult emulate(Prepared& prep, const EmulateOptions& o) {
     r += "monokda emulate: " + prep.fixture.str() + " (D " + std::to_string(cfg.D) + ", H " + std::to_string(cfg.H) +
          ", K " + std::to_string(cfg.K) + ", R " + std::to_string(cfg.R) + ", L " + std::to_string(cfg.L) + ", nb " +
          std::to_string(cfg.nb) + ", S " + std::to_string(cfg.S()) + ")\n";
-    r += "plan: " + std::to_string(plan.blocks()) + " CTAs = " + std::to_string(plan.n_attn()) + " attn (slices of " +
+    r += "plan: " + std::to_string(plan.launch_blocks()) + " CTAs = " + std::to_string(plan.n_attn()) + " attn (slices of " +
          std::to_string(pp.slice_width) + ") + " + std::to_string(plan.n_gemv()) + " gemv (" + std::to_string(plan.n_groups()) +
          " groups of " + std::to_string(pp.gemv_group_rows) + "), " + std::to_string(plan.n_kda_tasks()) + " kda tasks (" +
-         std::to_string(plan.n_chunks()) + " chunks of " + std::to_string(pp.kda_chunk_rows) + " rows); ";
+         std::to_string(plan.n_chunks()) + " chunks of " + std::to_string(pp.kda_chunk_rows) + " rows); " +
+         (o.kda_teams > 1 ? "kda in " + std::to_string(o.kda_teams) + " teams a CTA (" +
+                                std::to_string(plan.blocks() - plan.launch_blocks()) + " team lists after the CTAs); "
+                          : "");
     auto probs = plan.structural_problems();
     r += probs.empty() ? "structure sound" : std::to_string(probs.size()) + " structural problem(s), first: " + probs[0];
     r += "; needs " + std::to_string(need) + " co-resident CTAs (admitted in index order)\n";

@@ -37,6 +37,7 @@ struct EmulateOptions {
                                  // 12 orders; N > 0: measure N; -1: no envelope check
     std::string envelope_in;     // use a saved envelope instead of computing one
     bool timeline = false;       // record spans for a timeline
+    int kda_teams = 1;           // kda tasks a CTA runs side by side, as the NVIDIA kernel does (2): Plan::with_kda_teams
 };
 
 // The replay token: every choice of a run except a fixture file's path.

@@ -9,7 +9,9 @@ Target emulator_target() {
     Target t;
     t.name = "emulator";
     t.run = [](const StepInputs& in) {
-        const Plan plan = Plan::build(in.cfg, PlanParams::defaults_for(in.cfg));  // BadInput: a config it cannot plan
+        Plan plan = Plan::build(in.cfg, PlanParams::defaults_for(in.cfg));  // BadInput: a config it cannot plan
+        // odd seeds: the kda tasks in two teams a CTA, as the NVIDIA kernel runs them
+        if (in.cfg.seed % 2 == 1) plan = plan.with_kda_teams(2);
         emu::MachineOptions mo;
         mo.schedule.seed = in.cfg.seed;  // the schedule is part of the case: a fixture replays the same run
         emu::MachineResult r = emu::run_machine(plan, {in}, mo);
