@@ -9,7 +9,7 @@
 // 256-column step, 2 ahead) with the gemv pass's other work added one part at a time: its matrix
 // products, its x copies, its sleeping wait; and the same stream placed as kda_pre places its gemv
 // CTAs (indices 56..131 of a 132-CTA grid) against indices 0..75 and every other index: to find
-// what slows the stream inside kda_pre.
+// what slowed the stream inside kda_pre (the products: 3.18 -> 1.25 TB/s, 2026-11-30-h200-ncu-gemv.md).
 // Usage: monokda-stream-probe [REPS] [kernel-parts]
 #include "kernels/vendor/gpu.hpp"  // the copy-engine, cp.async and matrix-unit shims the kernel uses
 #include "kernels/vendor/tensor_map.hpp"
@@ -113,7 +113,7 @@ __global__ void __launch_bounds__(kThreads, 1) stream(const __grid_constant__ CU
         __syncthreads();  // every thread is done with stage (ch - 1) % stages
         if (threadIdx.x < 32 && ch + v.ahead < chunks) issue(ch + v.ahead);
         issue_x(ch + 1);
-        if (v.mma_tiles > 0 && v.tall && v.boxes == 4) {  // kda_gemv_batch.hpp's products on this stage
+        if (v.mma_tiles > 0 && v.tall && v.boxes == 4) {  // the products as the pass ran them before 1f21031 (guards at run time)
             const uint32_t* w = reinterpret_cast<const uint32_t*>(base + size_t(s) * stage_bytes) +
                                 size_t(kw) * v.tall_groups * kGroupRows * 32;
 #pragma unroll
