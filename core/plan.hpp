@@ -68,20 +68,25 @@ struct Instr {
 static_assert(sizeof(Instr) == 16, "Instr is four int32 words");
 
 // kda teams (the NVIDIA kernel runs a CTA's kda tasks two at a time, kernels/kda_pre.cu run_kda):
-// where a CTA's list of n instructions ends in two or more kda tasks, each LOAD, CONV, REC, NORM of
-// one (r, h, chunk), returns the index where those tasks start (task k of them runs on team
-// k % teams); otherwise -1. One definition for the kernel and the emulator (Plan::with_kda_teams).
-MONOKDA_HD int kda_team_tasks_begin(const Instr* list, int n) {
-    const int32_t load = int32_t(Op::KDA_LOAD), norm = int32_t(Op::KDA_NORM);
-    int f = n;
-    while (f > 0 && list[f - 1].op >= load && list[f - 1].op <= norm) --f;
-    if (n - f < 8 || (n - f) % 4 != 0) return -1;
-    for (int i = f; i < n; i += 4)
+// where instructions first..end-1 of a list, at least kKdaTeamMinInstrs of them, are kda tasks,
+// each LOAD, CONV, REC, NORM of one (r, h, chunk) (kda_tasks_well_formed), task k of them runs on
+// team k % teams. One definition for the kernel and the emulator (Plan::with_kda_teams).
+constexpr int kKdaTeamMinInstrs = 8;  // two tasks: one task runs faster on the whole CTA
+MONOKDA_HD bool kda_tasks_well_formed(const Instr* ins, int first, int end) {
+    if ((end - first) % 4 != 0) return false;
+    for (int i = first; i < end; i += 4)
         for (int k = 0; k < 4; ++k)
-            if (list[i + k].op != load + k || list[i + k].a != list[i].a || list[i + k].b != list[i].b ||
-                list[i + k].c != list[i].c)
-                return -1;
-    return f;
+            if (ins[i + k].op != int32_t(Op::KDA_LOAD) + k || ins[i + k].a != ins[i].a || ins[i + k].b != ins[i].b ||
+                ins[i + k].c != ins[i].c)
+                return false;
+    return true;
+}
+// Where a list of n instructions ends in such tasks, the index they start at; otherwise -1. (The
+// kernel asks at the first kda instruction of a run, which for such a tail is this index.)
+MONOKDA_HD int kda_team_tasks_begin(const Instr* list, int n) {
+    int f = n;
+    while (f > 0 && list[f - 1].op >= int32_t(Op::KDA_LOAD) && list[f - 1].op <= int32_t(Op::KDA_NORM)) --f;
+    return n - f >= kKdaTeamMinInstrs && kda_tasks_well_formed(list, f, n) ? f : -1;
 }
 
 // The flat serialisation's header (all int32). Layout of serialize():

@@ -41,7 +41,7 @@ constexpr int kKdaTeams = 2;
 #else
 constexpr int kKdaTeams = 1;
 #endif
-constexpr int kTeamThreads = kThreads / kKdaTeams;
+static_assert(kKdaTeams <= 2, "team barriers are ids 1 and 2 (vendor/gpu.hpp)");
 constexpr size_t kKdaSmemStride = (sizeof(KdaSmem) + 127) / 128 * 128;
 constexpr size_t kSmemBytes =
     std::max(sizeof(AttnSmem), std::max(kGemvSmemBytes, kKdaTeams * kKdaSmemStride));
@@ -86,8 +86,8 @@ __device__ bool step_values_ok(const KdaArgs& a, const Ctl& c) {
 
 // A CTA's kda instructions from `first` on (up to `end` or the first instruction of another
 // role), in one of two modes:
-// - the rest of the list is kda tasks, each LOAD, CONV, REC, NORM of one (r, h, c), as the plan
-//   deals them, and there are two or more: task k runs on team k % kKdaTeams;
+// - the rest of the list is two or more kda tasks (core/plan.hpp, kda_tasks_well_formed: the rule the
+//   emulator's Plan::with_kda_teams models), as the plan deals them: task k runs on team k % kKdaTeams;
 // - otherwise the whole CTA runs them one by one in list order.
 // Within a team the order is the list's, and the next task's KDA_LOAD (no waits, produces nothing)
 // runs ahead of this task's KDA_NORM, so its loads overlap the wait for the sibling chunks' ONRM
@@ -98,19 +98,10 @@ __device__ bool step_values_ok(const KdaArgs& a, const Ctl& c) {
 // *next: the first instruction not run (another role's, or end).
 __device__ __forceinline__ bool is_kda(int32_t op) { return op >= int32_t(Op::KDA_LOAD) && op <= int32_t(Op::KDA_NORM); }
 
-__device__ bool kda_tasks_well_formed(const Instr* ins, int first, int end) {
-    if ((end - first) % 4 != 0) return false;
-    for (int i = first; i < end; i += 4)
-        for (int k = 0; k < 4; ++k)
-            if (ins[i + k].op != int32_t(Op::KDA_LOAD) + k || ins[i + k].a != ins[i].a || ins[i + k].b != ins[i].b ||
-                ins[i + k].c != ins[i].c)
-                return false;
-    return true;
-}
-
 __device__ bool run_kda(const KdaArgs& a, Ctl& c, const Instr* ins, int first, int end, int list0,
                         unsigned char* smem, int* next) {
-    const int teams = kKdaTeams > 1 && end - first >= 8 && kda_tasks_well_formed(ins, first, end) ? kKdaTeams : 1;
+    const int teams =
+        kKdaTeams > 1 && end - first >= kKdaTeamMinInstrs && kda_tasks_well_formed(ins, first, end) ? kKdaTeams : 1;
     __shared__ Ctl team_ctl[kKdaTeams];  // per team: the instruction being run, the PROJ groups seen
     if (teams > 1) {
         if (threadIdx.x < teams) team_ctl[threadIdx.x] = c;
