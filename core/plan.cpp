@@ -310,15 +310,33 @@ std::vector<std::string> Plan::structural_problems() const {
     return out;
 }
 
+std::string Plan::cta_name(int list) const {
+    if (list < launch_blocks()) return "CTA " + std::to_string(list);
+    const int p = team_parent(list), t = int(std::find(team_parent_.begin(), team_parent_.end(), p) - team_parent_.begin());
+    return "CTA " + std::to_string(p) + " team " + std::to_string(list - launch_blocks() - t + 1);
+}
+
+std::vector<int> Plan::lists_of(int p) const {
+    std::vector<int> l{p};
+    for (size_t k = 0; k < team_parent_.size(); ++k)
+        if (team_parent_[k] == p) l.push_back(launch_blocks() + int(k));
+    return l;
+}
+
 int Plan::finishing_ctas(int resident) const {
-    const int B = blocks();
+    const int B = blocks(), P = launch_blocks();
     std::vector<std::vector<char>> done(static_cast<size_t>(kMailboxCount));
     for (int m = 0; m < kMailboxCount; ++m) done[size_t(m)].assign(size_t(entries_[m]), 0);
     std::vector<size_t> pc(size_t(B), 0), wc(size_t(B), 0);  // instruction, and next wait within it
-    std::vector<int> running;
-    int next = 0, finished = 0;
+    std::vector<int> running, open(size_t(P), 0);             // lists running; lists of a place not finished
+    int next = 0, held = 0, finished = 0;
     auto admit = [&]() {
-        while (int(running.size()) < resident && next < B) running.push_back(next++);
+        while (held < resident && next < P) {
+            const std::vector<int> l = lists_of(next);
+            running.insert(running.end(), l.begin(), l.end());
+            open[size_t(next++)] = int(l.size());
+            ++held;
+        }
     };
     admit();
     bool progress = true;
@@ -339,7 +357,10 @@ int Plan::finishing_ctas(int resident) const {
             if (pc[cta] == l.size()) {
                 ++finished;
                 running.erase(running.begin() + long(k));
-                admit();
+                if (--open[size_t(team_parent(int(cta)))] == 0) {
+                    --held;
+                    admit();
+                }
                 progress = true;
             } else {
                 ++k;
@@ -350,9 +371,9 @@ int Plan::finishing_ctas(int resident) const {
 }
 
 int Plan::min_residency() const {
-    const int B = blocks();
-    if (finishing_ctas(B) != B) return B + 1;
-    int lo = 1, hi = B;  // more residency never finishes fewer CTAs: admission order is fixed
+    const int B = blocks(), P = launch_blocks();
+    if (finishing_ctas(P) != B) return P + 1;
+    int lo = 1, hi = P;  // more residency never finishes fewer CTAs: admission order is fixed
     while (lo < hi) {
         int mid = lo + (hi - lo) / 2;
         if (finishing_ctas(mid) == B) hi = mid;

@@ -119,7 +119,10 @@ public:
     int n_chunks() const { return n_chunks_; }  // V / kda_chunk_rows
     int qk_share() const { return cfg_.K / n_chunks_; }  // q (and k) channels a kda task convolves
     int n_kda_tasks() const { return cfg_.R * cfg_.H * n_chunks_; }
-    Role first_role(int cta) const { return cta < n_attn_ ? Role::attn : Role::gemv; }
+    // a with_kda_teams list past the launch's CTAs holds kda tasks only
+    Role first_role(int cta) const {
+        return cta < n_attn_ ? Role::attn : cta < launch_blocks() ? Role::gemv : Role::kda;
+    }
 
     // Who owns what.
     int gate_cta(int row) const { return row % n_attn_; }
@@ -177,9 +180,11 @@ public:
     // resident the lists run to completion (no circular wait).
     std::vector<std::string> structural_problems() const;
     // The fewest co-resident CTAs with which the lists complete when CTAs start in index order and
-    // a CTA's place frees only when it finishes (as a launch shares the GPU); blocks+1 if none.
+    // a CTA's place frees only when it finishes (as a launch shares the GPU); launch_blocks+1 if
+    // none. A with_kda_teams list runs in its CTA's place (lists_of), as a team does.
     int min_residency() const;
-    // Runs the lists under that residency model; returns the number of CTAs that finish.
+    // Runs the lists under that residency model; returns the number of lists that finish (all:
+    // blocks()).
     int finishing_ctas(int resident) const;
 
     // Flat POD serialisation (see PlanHeader) and its inverse (BadInput on a malformed buffer).
@@ -194,6 +199,10 @@ public:
     // the launch CTA a list belongs to. Not for the launcher (serialize() refuses it).
     Plan with_kda_teams(int teams) const;
     int team_parent(int cta) const { return cta < launch_blocks() ? cta : team_parent_[size_t(cta - launch_blocks())]; }
+    // "CTA 8", or for a team list "CTA 8 team 1"
+    std::string cta_name(int list) const;
+    // The lists that share launch CTA p's place: p itself, then its team lists in team order.
+    std::vector<int> lists_of(int p) const;
 
     // For fault injection and tests: replace an instruction's operands or drop one, then rebuild
     // the derived tables (waits, produces, producers). Index errors are BadInput.

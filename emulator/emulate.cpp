@@ -277,7 +277,7 @@ EmulateResult emulate(Prepared& prep, const EmulateOptions& o) {
     // several steps straddle the epoch counter's wrap-around
     mo.epoch_start = res.steps == 1 ? 1u : 0xffffffffu - uint32_t(res.steps / 2 - 1);
     const int need = res.plan.min_residency();
-    res.resident = o.resident > 0 ? std::min(o.resident, res.plan.blocks()) : res.plan.blocks();
+    res.resident = o.resident > 0 ? std::min(o.resident, res.plan.launch_blocks()) : res.plan.launch_blocks();
     if (o.fault == Fault::too_few_resident) res.resident = need - 1;
     mo.resident = res.resident;
     extend(prep, res.steps);

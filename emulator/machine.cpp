@@ -108,7 +108,10 @@ public:
         mem_[SP_QKV].assign(S * size_t(cfg_.C), Word{});
         for (int m : {int(Mailbox::XRDY), int(Mailbox::PROJ), int(Mailbox::QK)})
             flag_vc_[m].assign(size_t(plan_.entries(Mailbox(m))), {});
-        resident_ = opt_.resident > 0 ? std::min(opt_.resident, B_) : B_;
+        // places are the launch's CTAs; a with_kda_teams list runs in its CTA's place
+        P_ = plan_.launch_blocks();
+        resident_ = opt_.resident > 0 ? std::min(opt_.resident, P_) : P_;
+        open_.assign(size_t(P_), 0);
         // split sums are decomposed through the mailboxes below; every other sum runs inside one CTA
         // in the plan's order (ord_.reduce), so a change of the plan's order reaches the bodies
         auto need_split = [&](Site site, int parts) {
@@ -150,7 +153,8 @@ public:
 
         next_admit_ = 0;
         finished_ = 0;
-        while (next_admit_ < B_ && next_admit_ - finished_ < resident_) admit();
+        places_done_ = 0;
+        while (next_admit_ < P_ && next_admit_ - places_done_ < resident_) admit();
         last_progress_ = res_.sched_steps;
         std::vector<int> run;
         std::vector<Role> roles;
@@ -218,7 +222,7 @@ private:
     }
     std::string who(int cta, int instr) const {
         const Instr& in = plan_.instrs(cta)[size_t(instr)];
-        return "CTA " + std::to_string(cta) + " (" + to_string(role_of(in.opcode())) + ") " + plan_.describe(in);
+        return plan_.cta_name(cta) + " (" + to_string(role_of(in.opcode())) + ") " + plan_.describe(in);
     }
     std::string who_now(int cta) const { return who(cta, int(ctas_[size_t(cta)].pc)); }
     std::string step_name(int32_t s) const {
@@ -239,17 +243,30 @@ private:
         return g;
     }
 
-    // Gives the next CTA a place; a CTA with nothing to do finishes at once and passes its place on.
+    // Gives the next CTA a place (with its team lists); lists with nothing to do finish at once, and
+    // a place whose lists all did passes on.
     void admit() {
-        while (next_admit_ < B_) {
-            const int id = next_admit_++;
-            Cta& c = ctas_[size_t(id)];
-            c.state = Cta::resident;
-            log(EventKind::admit, id, -1);
-            if (!plan_.instrs(id).empty()) return;
-            c.state = Cta::finished;
-            ++finished_;
-            log(EventKind::done, id, -1);
+        while (next_admit_ < P_) {
+            const int p = next_admit_++;
+            const std::vector<int> lists = plan_.lists_of(p);
+            open_[size_t(p)] = int(lists.size());
+            for (int id : lists) {
+                ctas_[size_t(id)].state = Cta::resident;
+                log(EventKind::admit, id, -1);
+            }
+            for (int id : lists)
+                if (plan_.instrs(id).empty()) finish_list(id, false);
+            if (open_[size_t(p)] > 0) return;
+        }
+    }
+    // List `id` is done; its place frees when every list in it is (admit: whether to fill it).
+    void finish_list(int id, bool refill) {
+        ctas_[size_t(id)].state = Cta::finished;
+        ++finished_;
+        log(EventKind::done, id, -1);
+        if (--open_[size_t(plan_.team_parent(id))] == 0) {
+            ++places_done_;
+            if (refill && next_admit_ < P_) admit();
         }
     }
 
@@ -575,12 +592,7 @@ private:
         last_progress_ = res_.sched_steps;
         ++c.pc;
         c.phase = Cta::BEGIN;
-        if (c.pc == plan_.instrs(cta).size()) {
-            c.state = Cta::finished;
-            ++finished_;
-            log(EventKind::done, cta, -1);
-            if (next_admit_ < B_) admit();
-        }
+        if (c.pc == plan_.instrs(cta).size()) finish_list(cta, true);
     }
 
     // ---------------------------------------------------------------- watchdog
@@ -650,7 +662,7 @@ private:
         for (auto& [box, n] : by_box) sum += (sum.empty() ? "" : ", ") + std::to_string(n) + " on " + box;
         fail(v, std::string(v == Verdict::DEADLOCK ? "circular wait" : "a hand-off that will never arrive") +
                     ": no CTA can make progress (" + std::to_string(spinning) + " resident CTAs spin: " + sum + "; " +
-                    std::to_string(B_ - next_admit_) + " not yet resident, " + std::to_string(finished_) +
+                    std::to_string(P_ - next_admit_) + " CTAs not yet resident, " + std::to_string(finished_) +
                     " finished). Wait-for chain:\n" + chain,
              seen_ctas, last);
     }
@@ -1093,7 +1105,9 @@ private:
     std::vector<std::vector<uint32_t>> flag_vc_[kMailboxCount];
     std::priority_queue<int64_t, std::vector<int64_t>, std::greater<int64_t>> events_;
     int64_t now_ = 0, last_event_ = -1, last_progress_ = 0;
-    int resident_ = 0, next_admit_ = 0, finished_ = 0, step_ = 0, cur_cta_ = -1;
+    int P_ = 0;  // places: the launch's CTAs
+    int resident_ = 0, next_admit_ = 0, finished_ = 0, places_done_ = 0, step_ = 0, cur_cta_ = -1;
+    std::vector<int> open_;  // per place: its lists not finished
     uint32_t kernel_epoch_ = 1;
     const StepInputs* in_ = nullptr;
     std::vector<float> wq_;
@@ -1133,7 +1147,7 @@ std::string format_event(const Plan& plan, const Event& e) {
     std::snprintf(head, sizeof head, "[step %d t=%lld] ", int(e.step), (long long)e.tick);
     std::string s = head;
     if (e.cta < 0) return s + "VIOLATION";
-    s += "CTA " + std::to_string(e.cta);
+    s += plan.cta_name(e.cta);
     if (e.instr >= 0 && size_t(e.instr) < plan.instrs(e.cta).size()) {
         const Instr& in = plan.instrs(e.cta)[size_t(e.instr)];
         s += std::string(" ") + to_string(role_of(in.opcode())) + " " + plan.describe(in);
@@ -1171,7 +1185,7 @@ std::string format_history(const Plan& plan, const MachineResult& r, size_t last
         std::vector<size_t> mine;
         for (size_t i = h.size(); i-- > 0 && mine.size() < 6;)
             if (h[i].cta == c) mine.push_back(i);
-        out += "CTA " + std::to_string(c) + ", last events:\n";
+        out += plan.cta_name(c) + ", last events:\n";
         for (size_t k = mine.size(); k-- > 0;) out += "  " + format_event(plan, h[mine[k]]) + "\n";
     }
     return out;

@@ -81,9 +81,10 @@ std::string timeline_svg(const Plan& plan, const MachineResult& r, const std::st
         const double y = top + lane * c;
         const Role role = plan.first_role(c);
         std::snprintf(buf, sizeof buf,
-                      "<g class=\"lane\" data-cta=\"%d\" data-role=\"%s\"><text x=\"4\" y=\"%.1f\">CTA %d %s</text>"
+                      "<g class=\"lane\" data-cta=\"%d\" data-role=\"%s\"><text x=\"4\" y=\"%.1f\">%s %s</text>"
                       "<line x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" stroke=\"#eee\"/>\n",
-                      c, to_string(role), y + lane - 2, c, to_string(role), left, y + lane, left + width, y + lane);
+                      c, to_string(role), y + lane - 2, plan.cta_name(c).c_str(), to_string(role), left, y + lane,
+                      left + width, y + lane);
         o += buf;
         for (int pass = 0; pass < 2; ++pass)  // runs first, waits drawn over them
             for (const Span& s : r.spans) {

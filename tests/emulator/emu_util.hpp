@@ -46,4 +46,20 @@ inline std::string first_different(const StepOutputs<float>& a, const StepOutput
 
 inline bool contains(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
 
+// Moves kda task (r, h, c)'s four instructions from the CTA that holds them to the end of CTA `to`
+// (plan bugs planted by the structure and watchdog tests). Returns how many moved.
+inline int move_kda_task(Plan& q, int r, int h, int c, int to) {
+    const int from = q.kda_cta(r, h, c);
+    std::vector<Instr> moved;
+    for (int i = int(q.instrs(from).size()) - 1; i >= 0; --i) {
+        const Instr in = q.instrs(from)[size_t(i)];
+        if (role_of(in.opcode()) == Role::kda && in.a == r && in.b == h && in.c == c) {
+            moved.insert(moved.begin(), in);
+            q.erase_instr(from, i);
+        }
+    }
+    for (const Instr& in : moved) q.insert_instr(to, int(q.instrs(to).size()), in);
+    return int(moved.size());
+}
+
 }  // namespace monokda::emu::test

@@ -141,3 +141,31 @@ TEST_CASE("a planted kda fault still fires with teams, and the token replays the
     CHECK(contains(make_token(one), "v1/"));
     CHECK_THROWS_AS(apply_token(busy_options(), "v2/random/1/r0/k1/a0/none/b0/x2/small.R8.L4.nb4.s1"), BadInput);
 }
+
+TEST_CASE("team lists run in their CTA's place: residency counts the launch's CTAs, names say whose team") {
+    Prepared& prep = busy_prepared();
+    const Plan q = prep.plan.with_kda_teams(2);
+    REQUIRE(q.blocks() > q.launch_blocks());
+    // splitting lists only removes program order: it never needs more places than the list order
+    CHECK(q.min_residency() <= prep.plan.min_residency());
+    CHECK(q.min_residency() <= q.launch_blocks());
+    const int t = q.launch_blocks();  // the first team list
+    CHECK(q.cta_name(t) == "CTA " + std::to_string(q.team_parent(t)) + " team 1");
+    CHECK(q.cta_name(3) == "CTA 3");
+    CHECK(q.first_role(t) == Role::kda);
+    CHECK(q.lists_of(q.team_parent(t)) == std::vector<int>{q.team_parent(t), t});
+    EmulateOptions o = busy_options();
+    o.resident = 1000;  // more than the launch has: capped at its CTAs, not its lists
+    EmulateResult all = emulate(prep, o);
+    CHECK(all.verdict == Verdict::PASS);
+    CHECK(all.resident == q.launch_blocks());
+    o.resident = q.min_residency();  // just enough places
+    EmulateResult just = emulate(prep, o);
+    INFO(just.run.detail);
+    CHECK(just.verdict == Verdict::PASS);
+    o.resident = 0;
+    o.fault = Fault::too_few_resident;  // one place fewer than needed
+    EmulateResult starved = emulate(prep, o);
+    CHECK(starved.verdict == Verdict::DEADLOCK);
+    CHECK(starved.resident == q.min_residency() - 1);
+}

@@ -7,8 +7,10 @@
 
 #include "core/error.hpp"
 #include "core/plan.hpp"
+#include "emu_util.hpp"  // move_kda_task
 
 using namespace monokda;
+using monokda::emu::test::move_kda_task;
 
 namespace {
 
@@ -217,24 +219,11 @@ TEST_CASE("the structural checker fires on planted plan bugs") {
     }
     {  // circular wait across CTAs: sibling chunks queued behind each other's siblings
         Plan q = p;
-        auto move_task = [&](int r, int h, int c, int to) {
-            int from = q.kda_cta(r, h, c);
-            std::vector<Instr> moved;
-            for (int i = int(q.instrs(from).size()) - 1; i >= 0; --i) {
-                Instr in = q.instrs(from)[size_t(i)];
-                if (role_of(in.opcode()) == Role::kda && in.a == r && in.b == h && in.c == c) {
-                    moved.insert(moved.begin(), in);
-                    q.erase_instr(from, i);
-                }
-            }
-            REQUIRE(moved.size() == 4);
-            for (const Instr& in : moved) q.insert_instr(to, int(q.instrs(to).size()), in);
-        };
         // CTA a: (0,0,0) then (0,1,1); CTA b: (0,1,0) then (0,0,1)
         const int a = q.kda_cta(0, 0, 0), b = q.kda_cta(0, 1, 0);
         REQUIRE(a != b);
-        move_task(0, 1, 1, a);
-        move_task(0, 0, 1, b);
+        REQUIRE(move_kda_task(q, 0, 1, 1, a) == 4);
+        REQUIRE(move_kda_task(q, 0, 0, 1, b) == 4);
         CHECK(q.finishing_ctas(q.blocks()) < q.blocks());
         auto probs = q.structural_problems();
         for (auto& s : probs) MESSAGE(s);

@@ -12,21 +12,9 @@ using namespace monokda::emu::test;
 TEST_CASE("sibling kda chunks queued behind each other's siblings: DEADLOCK with the cycle named") {
     Prepared& p = small_prepared();
     Plan q = p.plan;
-    auto move_task = [&](int r, int h, int c, int to) {
-        const int from = q.kda_cta(r, h, c);
-        std::vector<Instr> moved;
-        for (int i = int(q.instrs(from).size()) - 1; i >= 0; --i) {
-            Instr in = q.instrs(from)[size_t(i)];
-            if (role_of(in.opcode()) == Role::kda && in.a == r && in.b == h && in.c == c) {
-                moved.insert(moved.begin(), in);
-                q.erase_instr(from, i);
-            }
-        }
-        for (const Instr& in : moved) q.insert_instr(to, int(q.instrs(to).size()), in);
-    };
     const int a = q.kda_cta(0, 0, 0), b = q.kda_cta(0, 1, 0);
-    move_task(0, 1, 1, a);  // CTA a: task (0,0,0), then (0,1,1)
-    move_task(0, 0, 1, b);  // CTA b: task (0,1,0), then (0,0,1)
+    REQUIRE(move_kda_task(q, 0, 1, 1, a) == 4);  // CTA a: task (0,0,0), then (0,1,1)
+    REQUIRE(move_kda_task(q, 0, 0, 1, b) == 4);  // CTA b: task (0,1,0), then (0,0,1)
     for (uint64_t seed : {1ull, 2ull, 3ull}) {
         MachineOptions mo;
         mo.schedule.seed = seed;
