@@ -1,5 +1,6 @@
 // bf16: the storage type of every hand-off in SPEC §3. One definition, usable from host and device code.
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -54,5 +55,9 @@ struct bf16 {
 
 // bf16 ulp distance on the ordered integer line (+0 and -0 are 0 apart); NaN against non-NaN is huge.
 inline int32_t bf16_ordered(uint16_t b) { return (b & 0x8000) ? -int32_t(b & 0x7fff) : int32_t(b); }
+
+// One bf16 ulp at a row's scale (its largest magnitude), the unit of SPEC §5's tolerances:
+// 2^(exponent - 7); 0 for a zero row.
+inline double bf16_row_ulp(double scale) { return scale > 0 ? std::ldexp(1.0, std::ilogb(scale) - 7) : 0.0; }
 
 }  // namespace monokda

@@ -55,7 +55,7 @@ inline std::string hexf(float f) {
 inline double row_ulp(const bf16* b, int n) {
     double m = 0;
     for (int i = 0; i < n; ++i) m = std::fmax(m, std::fabs(double(b[i].to_float())));
-    return m > 0 ? std::ldexp(1.0, std::ilogb(m) - 7) : 0.0;
+    return bf16_row_ulp(m);
 }
 
 // Compares n bf16 values: bit-exact when `exact`, else within tol_row_ulp bf16 ulps of b's row
