@@ -52,7 +52,7 @@ class KdaFusedStep final : public FusedStep {
 public:
     void prepare(const Config& step, const std::vector<StepPtrs>& sets, FusedVariant variant) override {
         gpu::check_supported(step);
-        Plan plan = Plan::build(step, PlanParams::defaults_for(step));
+        Plan plan = gpu::device_plan(step);  // one CTA a multiprocessor, as the launcher requires
         gpu::LaunchOptions opt;  // the production launch: matrix-unit in_proj, no hand-off export
         if (variant != FusedVariant::full) {
             // drop the later roles' instructions; the mailboxes they would fill then have no
@@ -78,21 +78,8 @@ private:
 
 }  // namespace
 
-const char* to_string(FusedVariant v) {
-    switch (v) {
-        case FusedVariant::full: return "full";
-        case FusedVariant::attn_gemv: return "attn+gemv";
-        case FusedVariant::attn: return "attn";
-    }
-    return "?";
-}
-
 std::unique_ptr<FusedStep> make_fused_step(std::string& why) {
-    const gpu::DeviceInfo info = gpu::probe();
-    if (!info.built) {
-        why = "not measured: this build has no GPU backend for the fused kernel";
-        return nullptr;
-    }
+    const gpu::DeviceInfo info = gpu::probe();  // built: this file is compiled only with a GPU backend
     if (!info.present) {
         why = "not measured: " + info.why;
         return nullptr;

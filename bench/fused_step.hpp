@@ -14,7 +14,6 @@ namespace monokda::bench {
 // instructions alone. The partial plans drop consumers only (nothing left waits for a mailbox no
 // one fills), so their times split the step into seam, + in_proj, + everything after in_proj.
 enum class FusedVariant { full, attn_gemv, attn };
-const char* to_string(FusedVariant v);
 
 class FusedStep {
 public:

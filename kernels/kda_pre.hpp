@@ -61,6 +61,8 @@ struct KdaTensors {
 // What the kernel supports: the production shape (SPEC §1 k3) and a step it can run. BadInput
 // naming the first field that does not fit.
 void check_supported(const Config& cfg);
+// The plan a launch on this device runs: the k3 parameters, one CTA a multiprocessor (probe().sms).
+Plan device_plan(const Config& cfg);
 // Dtype, shape, strides, alignment (16 bytes where the kernel loads 16 bytes at a time) and
 // overlap of every view, against cfg. Host-only: reads no device memory. BadInput names the tensor.
 // Slot values and num_accepted live on the device: the kernel checks them before it writes

@@ -95,13 +95,11 @@ KdaRunner::KdaRunner(const StepInputs& in, const RunOptions& opt) : impl_(new Im
     in.validate_step();  // slot range, distinct slots, num_accepted: the host copy is here, check it first
     const DeviceInfo dev = probe();
     if (!dev.present) throw NoGpu("kda_pre: " + dev.why);
-    PlanParams pp = PlanParams::preset("k3");
-    pp.blocks = dev.sms;  // one CTA a multiprocessor
     LaunchOptions lo;
     lo.export_handoffs = opt.export_handoffs;
     lo.poll_timeout_ms = opt.poll_timeout_ms;
     lo.exact_in_proj = opt.exact_in_proj;
-    m.launcher.reset(new KdaLauncher(Plan::build(c, pp), lo));
+    m.launcher.reset(new KdaLauncher(device_plan(c), lo));
     check_hip(hipStreamCreateWithFlags(&m.stream, hipStreamNonBlocking), "creating a stream");
     check_hip(hipEventCreate(&m.ev0), "creating an event");
     check_hip(hipEventCreate(&m.ev1), "creating an event");

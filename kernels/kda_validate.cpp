@@ -78,6 +78,12 @@ void need_outer(const char* name, const View& v, const std::vector<int64_t>& min
 
 }  // namespace
 
+Plan device_plan(const Config& cfg) {
+    PlanParams pp = PlanParams::preset("k3");
+    pp.blocks = probe().sms;  // one CTA a multiprocessor
+    return Plan::build(cfg, pp);
+}
+
 void check_supported(const Config& c) {
     c.validate();
     auto need = [](bool ok, const std::string& what) {

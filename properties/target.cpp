@@ -3,12 +3,8 @@
 #include "core/error.hpp"
 #include "reference/reference.hpp"
 
-#ifdef MONOKDA_PROPERTIES_EMULATOR
 #include "properties/target_emulator.hpp"
-#endif
-#ifdef MONOKDA_PROPERTIES_GPU
 #include "properties/target_gpu.hpp"
-#endif
 
 namespace monokda::props {
 
@@ -23,22 +19,11 @@ Target reference_target(const std::string& order) {
 
 const std::vector<TargetEntry>& target_registry() {
     auto available = [] { return std::string(); };
-    auto lacking = [](const char* why) { return [why] { return std::string(why); }; };
     static const std::vector<TargetEntry> table = {
         {"reference", "the f32 original path (SPEC §3), sequential reduction order", [] { return reference_target(); },
          available},
-#ifdef MONOKDA_PROPERTIES_EMULATOR
         {"emulator", "the kernel's CTA plan executed on the CPU over modelled mailboxes", emulator_target, available},
-#else
-        {"emulator", "the kernel's CTA plan executed on the CPU over modelled mailboxes", {},
-         lacking("this build has no emulator library (emulator/ was not built)")},
-#endif
-#ifdef MONOKDA_PROPERTIES_GPU
         {"gpu", "the kda_pre kernel on the GPU (production shape only)", gpu_target, gpu_unavailable},
-#else
-        {"gpu", "the kda_pre kernel on the GPU (production shape only)", {},
-         lacking("this build has no GPU backend (configure with -DMONOKDA_CUDA=ON on a machine with a GPU and nvcc)")},
-#endif
     };
     return table;
 }

@@ -120,9 +120,7 @@ TEST_CASE("kda_pre matches the reference over the sweep (bit-exact, stage by sta
         }
 
         // stage by stage, in the plan's order
-        PlanParams pp = PlanParams::preset("k3");
-        pp.blocks = gpu::probe().sms;
-        const ReductionOrder ord = Plan::build(c, pp).reduction_order();
+        const ReductionOrder ord = runner.launcher().plan().reduction_order();
         std::vector<bf16> po, bl, x_t;
         ref::attnres<float>(in, ord, po, bl, x_t);
         std::vector<bf16> qkv_t, conv_t, o_t;

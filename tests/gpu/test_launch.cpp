@@ -86,9 +86,7 @@ TEST_CASE("a mailbox that is never filled: the polls give up and the error names
     require_gpu();
     const StepInputs in = make_case(Case{1, 2, 2, false, ConvLayout::sd, 41});
     gpu::KdaRunner runner(in);
-    PlanParams pp = PlanParams::preset("k3");
-    pp.blocks = gpu::probe().sms;
-    Plan plan = Plan::build(in.cfg, pp);
+    Plan plan = gpu::device_plan(in.cfg);
     // CTA 5 loses its ATTN_X: XRDY[slice 5] is never released
     const auto& l = plan.instrs(5);
     int at = -1;
