@@ -67,7 +67,6 @@ Verdict prop_spec_decode(const Target& tg, const StepInputs& in, const StepOutpu
                     run > 0 ? in.conv_state[size_t(in.conv_at(run, a - 1 + j, ch))] : bf16{};
         if (init > 0) std::copy_n(&in.ssm_state[size_t(init) * head], head, &d.ssm_state[size_t(r + 1) * head]);
     }
-    const ShapeTolerance& tol = tg.shape_tol;
     for (int k = 0; k < c.L; ++k) {
         for (int r = 0; r < c.R; ++r) copy_row(in, row_of(c, r, k), d, size_t(r));
         const StepOutputs<float> o = tg.run(d);
@@ -76,13 +75,13 @@ Verdict prop_spec_decode(const Target& tg, const StepInputs& in, const StepOutpu
             const bool live_init = in.idx(r, a - 1) > 0;
             const std::string where = at(r, k) + " (decode step " + std::to_string(k) + ")";
             rows_match_all(f, where, c, o, size_t(r), base, row_of(c, r, k), live_init ? kAllRows : kStateFree | kQkv,
-                           tol.exact, tol.row_ulp);
+                           true);
             const int32_t slot = in.idx(r, k);
-            if (live_init && slot > 0) ssm_slot_match(f, where, c, o.ssm_state, r + 1, base.ssm_state, slot, tol.exact, tol.state_rel);
+            if (live_init && slot > 0) ssm_slot_match(f, where, c, o.ssm_state, r + 1, base.ssm_state, slot, true);
             const int32_t run = in.idx(r, 0);
             if (run > 0)
                 conv_entries_match(f, "after " + where, d, o.conv_state, r + 1, 0, in, base.conv_state, run, k, c.W - 1,
-                                   tol.exact, tol.row_ulp);
+                                   true);
         }
         if (f.any()) break;  // later decode steps only repeat the first difference
         d.conv_state = o.conv_state;
@@ -150,15 +149,14 @@ Verdict prop_continuation(const Target& tg, const StepInputs& in, const StepOutp
 
     const StepOutputs<float> o2 = tg.run(s2), ol = tg.run(lg);
     Findings f(name);
-    const ShapeTolerance& tol = tg.shape_tol;
     for (int r : live) {
         for (int t = 0; t < c.L; ++t) {
             const std::string where = at(r, t) + " of the next step (token " + std::to_string(c.L + t) + " of the 2L step)";
-            rows_match_all(f, where, c, o2, row_of(c, r, t), ol, row_of(lg.cfg, r, c.L + t), kAllRows, tol.exact, tol.row_ulp);
-            ssm_slot_match(f, where, c, o2.ssm_state, s2.idx(r, t), ol.ssm_state, lg.idx(r, c.L + t), tol.exact, tol.state_rel);
+            rows_match_all(f, where, c, o2, row_of(c, r, t), ol, row_of(lg.cfg, r, c.L + t), kAllRows, true);
+            ssm_slot_match(f, where, c, o2.ssm_state, s2.idx(r, t), ol.ssm_state, lg.idx(r, c.L + t), true);
         }
         conv_entries_match(f, "of the next step", s2, o2.conv_state, in.idx(r, 0), 0, lg, ol.conv_state, in.idx(r, 0), c.L,
-                           c.conv_len(), tol.exact, tol.row_ulp);
+                           c.conv_len(), true);
     }
     return f.verdict();
 }

@@ -17,18 +17,9 @@ struct TargetFailure : std::runtime_error {
     explicit TargetFailure(const std::string& w) : std::runtime_error(w) {}
 };
 
-// How close two runs of a target must be when the step's *shape* differs (L chained decode steps
-// against one spec step, a 2L step against two L steps). Same-shape comparisons are always bit-exact.
-struct ShapeTolerance {
-    bool exact = true;        // the reference and the emulator: a row's arithmetic never depends on S, R or L
-    double row_ulp = 0;       // bf16 outputs: max |a-b| in bf16 ulps of the row's scale
-    double state_rel = 0;     // f32 states: max |a-b| / max |b| over a slot's head
-};
-
 struct Target {
     std::string name;
     std::function<StepOutputs<float>(const StepInputs&)> run;
-    ShapeTolerance shape_tol;
     bool is_reference = false;  // the f32 reference itself: comparing it against the reference is vacuous
 };
 
