@@ -326,8 +326,10 @@ EmulateResult emulate(Prepared& prep, const EmulateOptions& o) {
         if (exact) {
             checks = prep.ref_checks;
         } else {  // a wrong result: its own distance (the oracle once more if the envelope spared it)
-            const TensorFile oracle = prep.oracle ? *prep.oracle : ref::run<double>(prep.inputs[0], {}).to_file(cfg);
-            checks = check_envelope(*prep.envelope, res.run.outputs[0].to_file(cfg), oracle);
+            std::unique_ptr<TensorFile> computed;
+            const TensorFile* oracle = prep.oracle.get();
+            if (!oracle) oracle = (computed = std::make_unique<TensorFile>(ref::run<double>(prep.inputs[0], {}).to_file(cfg))).get();
+            checks = check_envelope(*prep.envelope, res.run.outputs[0].to_file(cfg), *oracle);
         }
         bool inside = true;
         for (const auto& c : checks) inside = inside && c.inside;
