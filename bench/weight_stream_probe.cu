@@ -12,6 +12,7 @@
 // what slowed the stream inside kda_pre (the products: 3.18 -> 1.25 TB/s, 2026-11-30-h200-ncu-gemv.md).
 // Usage: monokda-stream-probe [REPS] [kernel-parts]
 #include "kernels/vendor/gpu.hpp"  // the copy-engine, cp.async and matrix-unit shims the kernel uses
+#include "kernels/kda_args.hpp"   // the production shape (k3) and the kernel's block size
 #include "kernels/vendor/tensor_map.hpp"
 
 #include <algorithm>
@@ -24,8 +25,8 @@ namespace {
 
 using namespace monokda::gpu;
 
-constexpr int D = 7168, N = 6288, kGroupRows = 16, kGroups = N / kGroupRows, kBoxCols = 64;
-constexpr int kBoxBytes = kGroupRows * kBoxCols * 2, kThreads = 256, kMaxG = 6, kMaxStages = 24;
+using k3::D, k3::N, k3::kGroupRows, k3::kGroups;
+constexpr int kBoxCols = 64, kBoxBytes = kGroupRows * kBoxCols * 2, kMaxG = 6, kMaxStages = 24;
 constexpr int kSmemLimit = 220 * 1024;
 constexpr int kXRowWords = 256 / 2 + 4, kXBytes = 2 * 64 * kXRowWords * 4;  // x ring: 2 stages of 64 rows
 
@@ -162,19 +163,18 @@ int main(int argc, char** argv) {
     const size_t bytes = size_t(N) * D * 2;
     std::vector<void*> w(kSets);
     std::vector<CUtensorMap> maps(kSets);
-    std::vector<CUtensorMap> tall[3];  // box rows 96, 48, 32: 6, 3, 2 groups
-    const int tall_rows[3] = {96, 48, 32};
+    std::vector<CUtensorMap> tall[kMaxG + 1];  // tall[g]: boxes of 16·g rows (a band of g groups)
     for (int i = 0; i < kSets; ++i) {
         check(cudaMalloc(&w[i], bytes), "cudaMalloc");
         check(cudaMemset(w[i], 0x3c + i, bytes), "cudaMemset");
-        for (int k = -1; k < 3; ++k) {
+        for (int k = 0; k <= kMaxG; ++k) {  // k = 0: the 16-row group map
             CUtensorMap m;
-            const std::string err = encode_bf16_tensor_map(m, w[i], N, D, k < 0 ? kGroupRows : tall_rows[k], kBoxCols);
+            const std::string err = encode_bf16_tensor_map(m, w[i], N, D, k == 0 ? kGroupRows : k * kGroupRows, kBoxCols);
             if (!err.empty()) {
                 fprintf(stderr, "stream-probe: %s\n", err.c_str());
                 return 1;
             }
-            if (k < 0) maps[i] = m;
+            if (k == 0) maps[i] = m;
             else tall[k].push_back(m);
         }
     }
@@ -234,9 +234,8 @@ int main(int argc, char** argv) {
         std::vector<float> t;
         for (int r = 0; r < reps + 2; ++r) {
             check(cudaEventRecord(e0), "record");
-            const int k = G == 6 ? 0 : G == 3 ? 1 : 2;
-            for (int i = 0; i < kSets; ++i)
-                stream<<<v.grid ? v.grid : v.ctas, kThreads, smem>>>(maps[i], tall[k][size_t(i)], v, xbuf, sink);
+            for (int i = 0; i < kSets; ++i)  // the tall map whose box is the variant's band
+                stream<<<v.grid ? v.grid : v.ctas, kThreads, smem>>>(maps[i], tall[v.tall_groups][size_t(i)], v, xbuf, sink);
             check(cudaEventRecord(e1), "record");
             check(cudaEventSynchronize(e1), "sync");
             float ms = 0;
