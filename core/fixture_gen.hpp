@@ -7,7 +7,6 @@ namespace monokda {
 struct FixtureOptions {
     int null_requests = 0;     // requests whose every state index is "none" (alternately -1 and 0)
     int extra_slots = 3;       // untouched slots beyond those the step uses
-    bool loud_rows = true;     // some rows of prefix/blocks scaled x10
 };
 
 // cfg carries the model dims and the step shape (R, L, nb, block_write, conv_layout, seed);

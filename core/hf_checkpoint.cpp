@@ -147,9 +147,6 @@ HfLayerWeights load_hf_layer(const std::string& dir, int layer, int tp_rank, int
                   std::to_string(tp_rank) + ")");
     Checkpoint ck(dir);
     HfLayerWeights w;
-    w.layer = layer;
-    w.tp_rank = tp_rank;
-    w.tp_size = tp_size;
     w.prefix = find_prefix(ck, layer);
     const std::string P = w.prefix, A = P + "self_attn.";
 

@@ -12,7 +12,6 @@ namespace monokda {
 struct HfLayerWeights {
     // dims of one rank; H_total/E_total are the model's, before TP slicing
     int D = 0, H = 0, K = 0, F = 0, W = 0, N = 0, H_total = 0;
-    int layer = 0, tp_rank = 0, tp_size = 1;
     std::string prefix;  // tensor-name prefix of the layer, e.g. "model.layers.1."
 
     std::vector<bf16> res_norm_w, res_proj_w, input_norm_w;  // [D]
