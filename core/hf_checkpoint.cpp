@@ -102,12 +102,6 @@ private:
     }
 };
 
-std::string shape_of(const std::vector<int64_t>& s) {
-    std::string out = "[";
-    for (size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
-    return out + "]";
-}
-
 // Finds the name prefix of layer i (any "...layers.{i}." holding self_attn.q_proj.weight).
 std::string find_prefix(const Checkpoint& ck, int layer) {
     const std::string key = "layers." + std::to_string(layer) + ".";
@@ -161,7 +155,7 @@ HfLayerWeights load_hf_layer(const std::string& dir, int layer, int tp_rank, int
     };
     auto need_shape = [&](const std::string& name, const TensorEntry& e, const std::vector<int64_t>& s) {
         if (e.shape != s)
-            bad_input("checkpoint: tensor '" + name + "' has shape " + e.shape_str() + ", expected " + shape_of(s));
+            bad_input("checkpoint: tensor '" + name + "' has shape " + e.shape_str() + ", expected " + shape_str(s));
     };
     const TensorEntry& q = entry(A + "q_proj.weight", {"BF16"});
     if (q.shape.size() != 2) bad_input("checkpoint: tensor '" + A + "q_proj.weight' has shape " + q.shape_str() + ", expected 2-D");
@@ -203,7 +197,7 @@ HfLayerWeights load_hf_layer(const std::string& dir, int layer, int tp_rank, int
         const TensorEntry& e = entry(name, {"F32"});
         if (e.shape != std::vector<int64_t>{E_total, 1, W} && e.shape != std::vector<int64_t>{E_total, W})
             bad_input("checkpoint: tensor '" + name + "' has shape " + e.shape_str() + ", expected " +
-                      shape_of({E_total, 1, W}));
+                      shape_str({E_total, 1, W}));
     }
     need_shape(A + "dt_bias", entry(A + "dt_bias", {"F32"}), {E_total});
     need_shape(A + "o_norm.weight", entry(A + "o_norm.weight", {"F32", "BF16"}), {K});
@@ -213,7 +207,7 @@ HfLayerWeights load_hf_layer(const std::string& dir, int layer, int tp_rank, int
         const std::string name = P + "self_attention_res_proj.weight";
         const TensorEntry& e = entry(name, {"BF16"});
         if (e.shape != std::vector<int64_t>{1, D} && e.shape != std::vector<int64_t>{D})
-            bad_input("checkpoint: tensor '" + name + "' has shape " + e.shape_str() + ", expected " + shape_of({1, D}));
+            bad_input("checkpoint: tensor '" + name + "' has shape " + e.shape_str() + ", expected " + shape_str({1, D}));
     }
     // A_log: one value a head, stored as [H_total], as [1, 1, H_total, 1], or padded to [head_dim]
     // (the first H_total entries are the heads).

@@ -43,17 +43,20 @@ static bool parse_dtype(const std::string& s, DType& out) {
     return true;
 }
 
-int64_t Tensor::numel() const {
+int64_t numel(const std::vector<int64_t>& shape) {
     int64_t n = 1;
     for (int64_t d : shape) n *= d;
     return n;
 }
 
-std::string Tensor::shape_str() const {
+std::string shape_str(const std::vector<int64_t>& shape) {
     std::string s = "[";
     for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
     return s + "]";
 }
+
+int64_t Tensor::numel() const { return monokda::numel(shape); }
+std::string Tensor::shape_str() const { return monokda::shape_str(shape); }
 
 template <class T> std::vector<T> Tensor::as() const {
     std::vector<T> out(bytes.size() / sizeof(T));
@@ -98,17 +101,8 @@ static uint64_t format_dtype_size(const std::string& s) {
     return it == sizes.end() ? 0 : it->second;
 }
 
-int64_t TensorEntry::numel() const {
-    int64_t n = 1;
-    for (int64_t d : shape) n *= d;
-    return n;
-}
-
-std::string TensorEntry::shape_str() const {
-    Tensor t;
-    t.shape = shape;
-    return t.shape_str();
-}
+int64_t TensorEntry::numel() const { return monokda::numel(shape); }
+std::string TensorEntry::shape_str() const { return monokda::shape_str(shape); }
 
 // The checks every reader shares. strict: only the dtypes of DType are accepted (a fixture);
 // otherwise any dtype is indexed and its byte count checked where its element size is known.

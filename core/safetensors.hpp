@@ -12,6 +12,10 @@ enum class DType { BF16, F32, F64, I32 };
 const char* to_string(DType t);
 size_t dtype_size(DType t);
 
+// Elements of a shape, and the shape as "[2, 3]" (for messages).
+int64_t numel(const std::vector<int64_t>& shape);
+std::string shape_str(const std::vector<int64_t>& shape);
+
 struct Tensor {
     DType dtype = DType::F32;
     std::vector<int64_t> shape;

@@ -21,10 +21,8 @@ std::vector<T> take(const TensorFile& f, const std::string& name, DType dt, std:
     const Tensor& t = f.get(name);
     if (t.dtype != dt)
         bad_input("tensor '" + name + "' has dtype " + to_string(t.dtype) + ", expected " + to_string(dt));
-    Tensor want;
-    want.shape = shape;
     if (t.shape != shape)
-        bad_input("tensor '" + name + "' has shape " + t.shape_str() + ", expected " + want.shape_str());
+        bad_input("tensor '" + name + "' has shape " + t.shape_str() + ", expected " + shape_str(shape));
     return t.as<T>();
 }
 

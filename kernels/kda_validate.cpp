@@ -12,12 +12,6 @@ namespace {
 
 std::string s(int64_t v) { return std::to_string(v); }
 
-std::string dims(const std::vector<int64_t>& v) {
-    std::string r = "[";
-    for (size_t i = 0; i < v.size(); ++i) r += (i ? ", " : "") + s(v[i]);
-    return r + "]";
-}
-
 std::vector<int64_t> row_major(const std::vector<int64_t>& shape) {
     std::vector<int64_t> st(shape.size(), 1);
     for (size_t i = shape.size(); i-- > 1;) st[i - 1] = st[i] * shape[i];
@@ -46,7 +40,7 @@ void check_view(const char* name, const View& v, DType dt, const std::vector<int
     if (v.dtype != dt)
         bad_input("tensor '" + std::string(name) + "' has dtype " + to_string(v.dtype) + ", expected " + to_string(dt));
     if (v.shape != shape)
-        bad_input("tensor '" + std::string(name) + "' has shape " + dims(v.shape) + ", expected " + dims(shape));
+        bad_input("tensor '" + std::string(name) + "' has shape " + shape_str(v.shape) + ", expected " + shape_str(shape));
     if (v.strides.size() != shape.size())
         bad_input("tensor '" + std::string(name) + "' has " + s(int64_t(v.strides.size())) + " strides for " +
                   s(int64_t(shape.size())) + " dims");
@@ -56,8 +50,8 @@ void check_view(const char* name, const View& v, DType dt, const std::vector<int
 
 void need_contiguous(const char* name, const View& v) {
     if (v.strides != row_major(v.shape))
-        bad_input("tensor '" + std::string(name) + "' has strides " + dims(v.strides) + ", expected contiguous " +
-                  dims(row_major(v.shape)));
+        bad_input("tensor '" + std::string(name) + "' has strides " + shape_str(v.strides) + ", expected contiguous " +
+                  shape_str(row_major(v.shape)));
 }
 
 // Outer strides of a view whose last dim is contiguous; each at least the span of what it holds
@@ -138,7 +132,7 @@ void validate_tensors(const Config& c, const KdaTensors& t, bool export_handoffs
         const View& v = t.conv_state;
         const std::vector<int64_t> inner = row_major({v.shape[1], v.shape[2]});
         if (v.strides[1] != inner[0] || v.strides[2] != 1)
-            bad_input("tensor 'conv_state': a slot must be contiguous (strides " + dims(v.strides) + ")");
+            bad_input("tensor 'conv_state': a slot must be contiguous (strides " + shape_str(v.strides) + ")");
         if (v.strides[0] < len * c.C)
             bad_input("tensor 'conv_state': slot stride " + s(v.strides[0]) + " is below a slot's " + s(len * c.C) +
                       " elements");
@@ -147,7 +141,7 @@ void validate_tensors(const Config& c, const KdaTensors& t, bool export_handoffs
     {
         const View& v = t.ssm_state;
         if (v.strides[1] != c.V * c.K || v.strides[2] != c.K || v.strides[3] != 1)
-            bad_input("tensor 'ssm_state': a slot must be contiguous (strides " + dims(v.strides) + ")");
+            bad_input("tensor 'ssm_state': a slot must be contiguous (strides " + shape_str(v.strides) + ")");
         if (v.strides[0] < c.H * c.V * c.K || v.strides[0] % 4 != 0)
             bad_input("tensor 'ssm_state': slot stride " + s(v.strides[0]) + " must be at least " +
                       s(int64_t(c.H) * c.V * c.K) + " and a multiple of 4 elements (16-byte rows)");
