@@ -33,8 +33,7 @@ gpu::KdaTensors tensors(const Config& c, const StepPtrs& p) {
     t.A_log = view(p.A_log, DType::F32, {c.H});
     t.dt_bias = view(p.dt_bias, DType::F32, {E});
     t.o_norm_w = view(p.o_norm_w, DType::BF16, {c.V});
-    t.conv_state = c.conv_layout == ConvLayout::sd ? view(p.conv_state, DType::BF16, {c.slots, c.conv_len(), c.C})
-                                                   : view(p.conv_state, DType::BF16, {c.slots, c.C, c.conv_len()});
+    t.conv_state = view(p.conv_state, DType::BF16, c.conv_state_shape());
     t.ssm_state = view(p.ssm_state, DType::F32, {c.slots, c.H, c.V, c.K});
     t.state_indices = view(p.state_indices, DType::I32, {c.R, c.L});
     t.num_accepted = view(p.num_accepted, DType::I32, {c.R});

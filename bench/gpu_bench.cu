@@ -400,11 +400,6 @@ const Rule kState{Rule::state, 0, 0, 1e-6};
 Tensor bf_tensor(std::vector<int64_t> shape, const std::vector<bf16>& v) { return Tensor::of(DType::BF16, std::move(shape), v); }
 Tensor f32_tensor(std::vector<int64_t> shape, const std::vector<float>& v) { return Tensor::of(DType::F32, std::move(shape), v); }
 
-std::vector<int64_t> conv_shape(const Config& c) {
-    return c.conv_layout == ConvLayout::sd ? std::vector<int64_t>{c.slots, c.conv_len(), c.C}
-                                           : std::vector<int64_t>{c.slots, c.C, c.conv_len()};
-}
-
 const std::set<std::string> kPlantable{"x", "proj", "prefix_out", "o", "conv_state", "ssm_state", "core_out"};
 
 void plant_bug(const std::string& what, const StepInputs& in, StepOutputs<float>& g) {
@@ -532,7 +527,7 @@ int run_unfused_check(const std::vector<CheckCase>& cases, const std::string& pl
         row("B", "proj", bf_tensor({S, c.N}, g.proj), bf_tensor({S, c.N}, r_proj), kGemm);
         row("C", "g1", bf_tensor({S, E}, g.g1), bf_tensor({S, E}, r_g1), kStage);
         row("D", "qkv", bf_tensor({S, c.C}, g.qkv), bf_tensor({S, c.C}, r_qkv), kElementwise);
-        row("D", "conv_state", bf_tensor(conv_shape(c), g.conv_state), bf_tensor(conv_shape(c), r_conv), kExact);
+        row("D", "conv_state", bf_tensor(c.conv_state_shape(), g.conv_state), bf_tensor(c.conv_state_shape(), r_conv), kExact);
         row("E", "o", bf_tensor({S, E}, g.o), bf_tensor({S, E}, r_o), kStage);
         const std::vector<int64_t> ssm_shape{c.slots, c.H, c.V, c.K};
         row("E", "ssm_state", f32_tensor(ssm_shape, g.ssm_state), f32_tensor(ssm_shape, r_ssm), kState);

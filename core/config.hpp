@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 namespace monokda {
 
@@ -22,6 +23,11 @@ struct Config {
     int E() const { return H * K; }
     int S() const { return R * L; }
     int conv_len() const { return W - 2 + L; }  // entries kept per conv_state slot
+    // conv_state's shape in this layout: [slots, conv_len, C] (sd) or [slots, C, conv_len] (ds)
+    std::vector<int64_t> conv_state_shape() const {
+        if (conv_layout == ConvLayout::sd) return {slots, conv_len(), C};
+        return {slots, C, conv_len()};
+    }
     int min_N() const { return 4 * E() + F + H; }
     // column offsets into proj (SPEC §3 B)
     int col_g2() const { return 3 * E(); }

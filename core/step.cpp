@@ -11,11 +11,6 @@ const char* const kOutputNames[10] = {"prefix_out", "blocks", "conv_state", "ssm
 
 namespace {
 
-std::vector<int64_t> conv_shape(const Config& c) {
-    if (c.conv_layout == ConvLayout::sd) return {c.slots, c.conv_len(), c.C};
-    return {c.slots, c.C, c.conv_len()};
-}
-
 template <class T>
 std::vector<T> take(const TensorFile& f, const std::string& name, DType dt, std::vector<int64_t> shape) {
     const Tensor& t = f.get(name);
@@ -66,7 +61,7 @@ StepInputs StepInputs::from_file(const TensorFile& f) {
     in.A_log = take<float>(f, "A_log", DType::F32, {c.H});
     in.dt_bias = take<float>(f, "dt_bias", DType::F32, {E});
     in.o_norm_w = take<bf16>(f, "o_norm_w", DType::BF16, {c.V});
-    in.conv_state = take<bf16>(f, "conv_state", DType::BF16, conv_shape(c));
+    in.conv_state = take<bf16>(f, "conv_state", DType::BF16, c.conv_state_shape());
     in.ssm_state = take<float>(f, "ssm_state", DType::F32, {c.slots, c.H, c.V, c.K});
     in.state_indices = take<int32_t>(f, "state_indices", DType::I32, {c.R, c.L});
     in.num_accepted = take<int32_t>(f, "num_accepted", DType::I32, {c.R});
@@ -92,7 +87,7 @@ TensorFile StepInputs::to_file() const {
     t["A_log"] = Tensor::of(DType::F32, {c.H}, A_log);
     t["dt_bias"] = Tensor::of(DType::F32, {E}, dt_bias);
     t["o_norm_w"] = Tensor::of(DType::BF16, {c.V}, o_norm_w);
-    t["conv_state"] = Tensor::of(DType::BF16, conv_shape(c), conv_state);
+    t["conv_state"] = Tensor::of(DType::BF16, c.conv_state_shape(), conv_state);
     t["ssm_state"] = Tensor::of(DType::F32, {c.slots, c.H, c.V, c.K}, ssm_state);
     t["state_indices"] = Tensor::of(DType::I32, {c.R, c.L}, state_indices);
     t["num_accepted"] = Tensor::of(DType::I32, {c.R}, num_accepted);
@@ -108,7 +103,7 @@ TensorFile StepOutputs<T>::to_file(const Config& c) const {
     t["prefix_out"] = Tensor::of(DType::BF16, {S, D}, prefix_out);
     t["blocks"] = Tensor::of(DType::BF16, {S, 8, D}, blocks);
     t["core_out"] = Tensor::of(DType::BF16, {S, E}, core_out);
-    t["conv_state"] = Tensor::of(DType::BF16, conv_shape(c), conv_state);
+    t["conv_state"] = Tensor::of(DType::BF16, c.conv_state_shape(), conv_state);
     t["ssm_state"] = Tensor::of(sizeof(T) == 8 ? DType::F64 : DType::F32, {c.slots, c.H, c.V, c.K}, ssm_state);
     t["x"] = Tensor::of(DType::BF16, {S, D}, x);
     t["proj"] = Tensor::of(DType::BF16, {S, c.N}, proj);

@@ -123,8 +123,7 @@ KdaRunner::KdaRunner(const StepInputs& in, const RunOptions& opt) : impl_(new Im
     t.num_accepted = Impl::view(m.upload(in.num_accepted), DType::I32, {c.R});
 
     // states: two plain tensors, or one page a slot holding the conv state then the ssm state
-    const std::vector<int64_t> conv_shape =
-        c.conv_layout == ConvLayout::sd ? std::vector<int64_t>{c.slots, len, c.C} : std::vector<int64_t>{c.slots, c.C, len};
+    const std::vector<int64_t> conv_shape = c.conv_state_shape();
     const std::vector<int64_t> ssm_shape{c.slots, c.H, c.V, c.K};
     m.conv_slot_bytes = size_t(len * c.C) * 2;
     m.ssm_slot_bytes = size_t(c.H) * c.V * c.K * 4;

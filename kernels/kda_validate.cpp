@@ -124,10 +124,7 @@ void validate_tensors(const Config& c, const KdaTensors& t, bool export_handoffs
                           "dt_bias", "o_norm_w"})
         for (const Checked& k : all)
             if (std::string(k.name) == n) need_contiguous(n, *k.v);
-    if (c.conv_layout == ConvLayout::sd)
-        add("conv_state", t.conv_state, DType::BF16, {c.slots, len, c.C}, true);
-    else
-        add("conv_state", t.conv_state, DType::BF16, {c.slots, c.C, len}, true);
+    add("conv_state", t.conv_state, DType::BF16, c.conv_state_shape(), true);
     {
         const View& v = t.conv_state;
         const std::vector<int64_t> inner = row_major({v.shape[1], v.shape[2]});
