@@ -877,7 +877,10 @@ private:
         // The eight rows' sums as two halves of four lanes (rows 0-3, 4-7), two weight rows at a time:
         // lane by lane the same operations in the same order as one eight-lane vector, but held in
         // registers (baseline x86-64 code keeps an eight-float vector in memory, a store-forward a term).
-        std::vector<f4> xlo(static_cast<size_t>(w)), xhi(static_cast<size_t>(w));
+        std::vector<f4>& xlo = xlo_;  // scratch kept across calls (22k a k3 step)
+        std::vector<f4>& xhi = xhi_;
+        xlo.resize(size_t(w));
+        xhi.resize(size_t(w));
         // a slice whose every read passed the checks once in this step reads the same stores again
         // (a later store to it would be a WRITE_CONFLICT), so later groups skip the checks
         const bool checked = c.x_checked[size_t(j)] != 0;
@@ -1108,6 +1111,7 @@ private:
     int P_ = 0;  // places: the launch's CTAs
     int resident_ = 0, next_admit_ = 0, finished_ = 0, places_done_ = 0, step_ = 0, cur_cta_ = -1;
     std::vector<int> open_;  // per place: its lists not finished
+    std::vector<f4> xlo_, xhi_;  // gemv_slice's x columns
     uint32_t kernel_epoch_ = 1;
     const StepInputs* in_ = nullptr;
     std::vector<float> wq_;

@@ -115,8 +115,9 @@ struct DelayScheduler : RandomScheduler {
     Schedule s;
     DelayScheduler(const Schedule& sc, int b) : RandomScheduler(sc.seed, b), s(sc) {}
     bool delayed(int cta, Role role) const { return s.delay_role ? role == s.role : cta == s.cta; }
+    std::vector<int> fast;  // scratch: the runnable CTAs not delayed
     int pick(const std::vector<int>& run, const std::vector<Role>& role, int64_t step) override {
-        std::vector<int> fast;
+        fast.clear();
         for (size_t i = 0; i < run.size(); ++i)
             if (!delayed(run[i], role[i])) fast.push_back(run[i]);
         return RandomScheduler::pick(fast.empty() ? run : fast, role, step);
