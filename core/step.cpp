@@ -1,5 +1,8 @@
 #include "core/step.hpp"
 
+#include <cstring>
+#include <type_traits>
+
 #include <unordered_set>
 
 #include "core/error.hpp"
@@ -47,51 +50,31 @@ void StepInputs::validate_step() const {
 StepInputs StepInputs::from_file(const TensorFile& f) {
     StepInputs in;
     in.cfg = Config::from_metadata(f.metadata);
-    const Config& c = in.cfg;
-    const int64_t S = c.S(), D = c.D, E = c.E();
-    in.prefix = take<bf16>(f, "prefix", DType::BF16, {S, D});
-    in.delta = take<bf16>(f, "delta", DType::BF16, {S, D});
-    in.blocks = take<bf16>(f, "blocks", DType::BF16, {S, 8, D});
-    in.res_norm_w = take<bf16>(f, "res_norm_w", DType::BF16, {D});
-    in.res_proj_w = take<bf16>(f, "res_proj_w", DType::BF16, {D});
-    in.input_norm_w = take<bf16>(f, "input_norm_w", DType::BF16, {D});
-    in.in_proj_w = take<bf16>(f, "in_proj_w", DType::BF16, {c.N, D});
-    in.f_b_w = take<bf16>(f, "f_b_w", DType::BF16, {E, c.F});
-    in.conv_w = take<float>(f, "conv_w", DType::F32, {c.C, c.W});
-    in.A_log = take<float>(f, "A_log", DType::F32, {c.H});
-    in.dt_bias = take<float>(f, "dt_bias", DType::F32, {E});
-    in.o_norm_w = take<bf16>(f, "o_norm_w", DType::BF16, {c.V});
-    in.conv_state = take<bf16>(f, "conv_state", DType::BF16, c.conv_state_shape());
-    in.ssm_state = take<float>(f, "ssm_state", DType::F32, {c.slots, c.H, c.V, c.K});
-    in.state_indices = take<int32_t>(f, "state_indices", DType::I32, {c.R, c.L});
-    in.num_accepted = take<int32_t>(f, "num_accepted", DType::I32, {c.R});
+    for_each_input(in.cfg, [&](const char* name, DType dt, std::vector<int64_t> shape, auto member) {
+        using T = typename std::decay_t<decltype(in.*member)>::value_type;
+        in.*member = take<T>(f, name, dt, std::move(shape));
+    });
     in.validate_step();
     return in;
 }
 
 TensorFile StepInputs::to_file() const {
-    const Config& c = cfg;
-    const int64_t S = c.S(), D = c.D, E = c.E();
     TensorFile f;
-    f.metadata = c.to_metadata();
-    auto& t = f.tensors;
-    t["prefix"] = Tensor::of(DType::BF16, {S, D}, prefix);
-    t["delta"] = Tensor::of(DType::BF16, {S, D}, delta);
-    t["blocks"] = Tensor::of(DType::BF16, {S, 8, D}, blocks);
-    t["res_norm_w"] = Tensor::of(DType::BF16, {D}, res_norm_w);
-    t["res_proj_w"] = Tensor::of(DType::BF16, {D}, res_proj_w);
-    t["input_norm_w"] = Tensor::of(DType::BF16, {D}, input_norm_w);
-    t["in_proj_w"] = Tensor::of(DType::BF16, {c.N, D}, in_proj_w);
-    t["f_b_w"] = Tensor::of(DType::BF16, {E, c.F}, f_b_w);
-    t["conv_w"] = Tensor::of(DType::F32, {c.C, c.W}, conv_w);
-    t["A_log"] = Tensor::of(DType::F32, {c.H}, A_log);
-    t["dt_bias"] = Tensor::of(DType::F32, {E}, dt_bias);
-    t["o_norm_w"] = Tensor::of(DType::BF16, {c.V}, o_norm_w);
-    t["conv_state"] = Tensor::of(DType::BF16, c.conv_state_shape(), conv_state);
-    t["ssm_state"] = Tensor::of(DType::F32, {c.slots, c.H, c.V, c.K}, ssm_state);
-    t["state_indices"] = Tensor::of(DType::I32, {c.R, c.L}, state_indices);
-    t["num_accepted"] = Tensor::of(DType::I32, {c.R}, num_accepted);
+    f.metadata = cfg.to_metadata();
+    for_each_input(cfg, [&](const char* name, DType dt, std::vector<int64_t> shape, auto member) {
+        f.tensors[name] = Tensor::of(dt, std::move(shape), this->*member);
+    });
     return f;
+}
+
+bool StepInputs::operator==(const StepInputs& o) const {
+    if (cfg.to_metadata() != o.cfg.to_metadata()) return false;
+    bool same = true;
+    for_each_input(cfg, [&](const char*, DType, const std::vector<int64_t>&, auto member) {
+        const auto &x = this->*member, &y = o.*member;  // bits: float -0 != +0, NaN == the same NaN
+        same = same && x.size() == y.size() && (x.empty() || std::memcmp(x.data(), y.data(), x.size() * sizeof(x[0])) == 0);
+    });
+    return same;
 }
 
 template <class T>

@@ -41,7 +41,32 @@ struct StepInputs {
     static StepInputs from_file(const TensorFile& f);
     TensorFile to_file() const;
     void validate_step() const;  // slots and num_accepted; called by from_file and by generators
+    // Same config and every tensor equal, bit for bit (no file is built).
+    bool operator==(const StepInputs& o) const;
 };
+
+// The input tensors of SPEC §2 for config c, in file order: f(name, dtype, shape, member), member a
+// pointer to the StepInputs field. The one table behind reading, writing and comparing a step.
+template <class F>
+void for_each_input(const Config& c, F&& f) {
+    const int64_t S = c.S(), D = c.D, E = c.E();
+    f("prefix", DType::BF16, std::vector<int64_t>{S, D}, &StepInputs::prefix);
+    f("delta", DType::BF16, std::vector<int64_t>{S, D}, &StepInputs::delta);
+    f("blocks", DType::BF16, std::vector<int64_t>{S, 8, D}, &StepInputs::blocks);
+    f("res_norm_w", DType::BF16, std::vector<int64_t>{D}, &StepInputs::res_norm_w);
+    f("res_proj_w", DType::BF16, std::vector<int64_t>{D}, &StepInputs::res_proj_w);
+    f("input_norm_w", DType::BF16, std::vector<int64_t>{D}, &StepInputs::input_norm_w);
+    f("in_proj_w", DType::BF16, std::vector<int64_t>{c.N, D}, &StepInputs::in_proj_w);
+    f("f_b_w", DType::BF16, std::vector<int64_t>{E, c.F}, &StepInputs::f_b_w);
+    f("conv_w", DType::F32, std::vector<int64_t>{c.C, c.W}, &StepInputs::conv_w);
+    f("A_log", DType::F32, std::vector<int64_t>{c.H}, &StepInputs::A_log);
+    f("dt_bias", DType::F32, std::vector<int64_t>{E}, &StepInputs::dt_bias);
+    f("o_norm_w", DType::BF16, std::vector<int64_t>{c.V}, &StepInputs::o_norm_w);
+    f("conv_state", DType::BF16, c.conv_state_shape(), &StepInputs::conv_state);
+    f("ssm_state", DType::F32, std::vector<int64_t>{c.slots, c.H, c.V, c.K}, &StepInputs::ssm_state);
+    f("state_indices", DType::I32, std::vector<int64_t>{c.R, c.L}, &StepInputs::state_indices);
+    f("num_accepted", DType::I32, std::vector<int64_t>{c.R}, &StepInputs::num_accepted);
+}
 
 // Outputs and intermediates (SPEC §2). T is the recurrence's state type: float, or double for the oracle.
 template <class T>

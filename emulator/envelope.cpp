@@ -32,27 +32,49 @@ std::vector<std::string> default_envelope_orders(int n) {
     return std::vector<std::string>(list, list + n);
 }
 
-std::string file_digest(const TensorFile& f) {
-    // FNV-1a over 64-bit words (then the tail bytes): the fixture's 100 MB in a few tens of ms
+namespace {
+
+// FNV-1a over named byte buffers in name order (as a TensorFile's map holds them): each name's
+// characters, the buffer's size, its 64-bit words, then its tail bytes. The fixture's 100 MB in a
+// few tens of ms.
+std::string digest_of(std::vector<std::pair<std::string, std::pair<const uint8_t*, size_t>>> bufs) {
+    std::sort(bufs.begin(), bufs.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
     uint64_t h = 0xcbf29ce484222325ull;
     auto mix = [&](uint64_t w) { h ^= w; h *= 0x100000001b3ull; };
-    for (const auto& [name, t] : f.tensors) {
+    for (const auto& [name, buf] : bufs) {
+        const auto [p, size] = buf;
         for (char ch : name) mix(uint8_t(ch));
-        mix(t.bytes.size());
-        const size_t n8 = t.bytes.size() / 8;
+        mix(size);
+        const size_t n8 = size / 8;
         for (size_t i = 0; i < n8; ++i) {
             uint64_t w;
-            std::memcpy(&w, &t.bytes[i * 8], 8);
+            std::memcpy(&w, p + i * 8, 8);
             mix(w);
         }
-        for (size_t i = n8 * 8; i < t.bytes.size(); ++i) mix(t.bytes[i]);
+        for (size_t i = n8 * 8; i < size; ++i) mix(p[i]);
     }
-    char buf[20];
-    std::snprintf(buf, sizeof buf, "%016llx", (unsigned long long)h);
-    return buf;
+    char out[20];
+    std::snprintf(out, sizeof out, "%016llx", (unsigned long long)h);
+    return out;
 }
 
-std::string inputs_digest(const StepInputs& in) { return file_digest(in.to_file()); }
+}  // namespace
+
+std::string file_digest(const TensorFile& f) {
+    std::vector<std::pair<std::string, std::pair<const uint8_t*, size_t>>> bufs;
+    for (const auto& [name, t] : f.tensors) bufs.push_back({name, {t.bytes.data(), t.bytes.size()}});
+    return digest_of(std::move(bufs));
+}
+
+// the digest of in.to_file(), without building it
+std::string inputs_digest(const StepInputs& in) {
+    std::vector<std::pair<std::string, std::pair<const uint8_t*, size_t>>> bufs;
+    for_each_input(in.cfg, [&](const char* name, DType, const std::vector<int64_t>&, auto member) {
+        const auto& v = in.*member;
+        bufs.push_back({name, {reinterpret_cast<const uint8_t*>(v.data()), v.size() * sizeof(v[0])}});
+    });
+    return digest_of(std::move(bufs));
+}
 
 static std::string config_str(const Config& c) {
     return "D=" + std::to_string(c.D) + " H=" + std::to_string(c.H) + " K=" + std::to_string(c.K) + " V=" +

@@ -54,11 +54,6 @@ StepInputs to_sd_layout(const StepInputs& in) {
     return out;
 }
 
-bool same_step(const StepInputs& a, const StepInputs& b) {
-    return a.cfg.to_metadata() == b.cfg.to_metadata() && a.state_indices == b.state_indices &&
-           a.num_accepted == b.num_accepted && serialize_safetensors(a.to_file()) == serialize_safetensors(b.to_file());
-}
-
 template <class T> void zero(std::vector<T>& v, size_t lo, size_t hi) { std::fill(v.begin() + long(lo), v.begin() + long(hi), T{}); }
 
 }  // namespace
@@ -84,7 +79,7 @@ ShrinkResult shrink_failure(const props::Target& target, const std::string& chec
         } catch (const BadInput&) {
             return false;
         }
-        if (value_edit ? nonzero_inputs(cand) == nonzero_inputs(res.in) : same_step(cand, res.in)) return false;
+        if (value_edit ? nonzero_inputs(cand) == nonzero_inputs(res.in) : cand == res.in) return false;
         ++res.tried;
         if (run_target_and_check(check, target, cand, check_seed).kind != Verdict::FAIL) return false;
         res.in = std::move(cand);
