@@ -71,8 +71,7 @@ bool StepInputs::operator==(const StepInputs& o) const {
     if (cfg.to_metadata() != o.cfg.to_metadata()) return false;
     bool same = true;
     for_each_input(cfg, [&](const char*, DType, const std::vector<int64_t>&, auto member) {
-        const auto &x = this->*member, &y = o.*member;  // bits: float -0 != +0, NaN == the same NaN
-        same = same && x.size() == y.size() && (x.empty() || std::memcmp(x.data(), y.data(), x.size() * sizeof(x[0])) == 0);
+        same = same && same_bits(this->*member, o.*member);
     });
     return same;
 }

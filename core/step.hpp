@@ -1,6 +1,7 @@
 // The tensors of one step (SPEC §2): typed, validated views of a fixture, and the outputs.
 #pragma once
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,12 @@ struct StepInputs {
     // Same config and every tensor equal, bit for bit (no file is built).
     bool operator==(const StepInputs& o) const;
 };
+
+// Bit equality of two vectors (bf16 and floats: +0/-0 and NaN payloads count).
+template <class T>
+bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
+    return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
+}
 
 // The input tensors of SPEC §2 for config c, in file order: f(name, dtype, shape, member), member a
 // pointer to the StepInputs field. The one table behind reading, writing and comparing a step.

@@ -3,28 +3,16 @@
 #include <doctest/doctest.h>
 
 #include <array>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
-#include <sys/wait.h>
+
+#include "tests/cli/cli_run.hpp"
 
 namespace {
 
-struct Result {
-    int code;
-    std::string out;
-};
-
-Result run(const std::string& args, const std::string& bin = MONOKDA_BIN) {
-    const std::string cmd = bin + " " + args + " 2>&1";
-    FILE* p = popen(cmd.c_str(), "r");
-    REQUIRE(p != nullptr);
-    std::string out;
-    std::array<char, 4096> buf;
-    while (size_t n = fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
-    const int st = pclose(p);
-    return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
-}
+using Result = monokda::test::CliResult;
+Result run(const std::string& args, const std::string& bin = MONOKDA_BIN) { return monokda::test::run_cli_line(args, bin); }
 
 }  // namespace
 

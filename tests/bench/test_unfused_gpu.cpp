@@ -2,23 +2,16 @@
 // stage by stage, and the check fires on every kind of planted error.
 #include <doctest/doctest.h>
 
-#include <array>
-#include <cstdio>
 #include <string>
-#include <sys/wait.h>
+
+#include "tests/cli/cli_run.hpp"
 
 namespace {
 
 int run(const std::string& args) {
-    const std::string cmd = std::string(MONOKDA_BIN) + " " + args + " 2>&1";
-    FILE* p = popen(cmd.c_str(), "r");
-    REQUIRE(p != nullptr);
-    std::array<char, 4096> buf;
-    std::string out;
-    while (size_t n = fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
-    const int st = pclose(p);
-    MESSAGE(out.substr(out.size() > 3000 ? out.size() - 3000 : 0));
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    const monokda::test::CliResult r = monokda::test::run_cli_line(args);
+    MESSAGE(r.out.substr(r.out.size() > 3000 ? r.out.size() - 3000 : 0));
+    return r.code;
 }
 
 }  // namespace

@@ -21,10 +21,9 @@ inline std::string shell_quote(const std::string& s) {
     return q + "'";
 }
 
-inline CliResult run_cli(const std::vector<std::string>& args) {
-    std::string cmd = shell_quote(MONOKDA_BIN);
-    for (const std::string& a : args) cmd += " " + shell_quote(a);
-    cmd += " 2>&1";
+// Runs `bin line` through the shell (line as written: its words split, nothing quoted).
+inline CliResult run_cli_line(const std::string& line, const std::string& bin = MONOKDA_BIN) {
+    const std::string cmd = shell_quote(bin) + " " + line + " 2>&1";
     CliResult r;
     FILE* p = popen(cmd.c_str(), "r");
     if (!p) return r;
@@ -34,6 +33,12 @@ inline CliResult run_cli(const std::vector<std::string>& args) {
     const int status = pclose(p);
     r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     return r;
+}
+
+inline CliResult run_cli(const std::vector<std::string>& args) {
+    std::string line;
+    for (const std::string& a : args) line += (line.empty() ? "" : " ") + shell_quote(a);
+    return run_cli_line(line);
 }
 
 // A fresh folder for one test case, removed when the case ends.

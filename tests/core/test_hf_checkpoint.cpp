@@ -23,12 +23,6 @@ std::vector<bf16> bf_rows(const Tensor& t, int64_t row0, int64_t rows) {
     return std::vector<bf16>(all.begin() + row0 * width, all.begin() + (row0 + rows) * width);
 }
 
-bool same(const std::vector<bf16>& a, const std::vector<bf16>& b) {
-    if (a.size() != b.size()) return false;
-    for (size_t i = 0; i < a.size(); ++i)
-        if (a[i].bits != b[i].bits) return false;
-    return true;
-}
 
 // Checks every weight of the loaded rank against the source rows it must come from.
 void check_rank(const HfLayerWeights& w, const std::map<std::string, Tensor>& src, const std::string& p, int rank, int tp) {
@@ -46,15 +40,15 @@ void check_rank(const HfLayerWeights& w, const std::map<std::string, Tensor>& sr
     size_t r = 0;
     for (const char* n : {"q_proj", "k_proj", "v_proj", "g_proj"}) {
         CAPTURE(n);
-        CHECK(same(rows(r, size_t(E)), bf_rows(src.at(a + n + ".weight"), h0 * K, E)));
+        CHECK(same_bits(rows(r, size_t(E)), bf_rows(src.at(a + n + ".weight"), h0 * K, E)));
         r += size_t(E);
     }
-    CHECK(same(rows(r, Fr), bf_rows(src.at(a + "f_a_proj.weight"), 0, Fr)));  // replicated
+    CHECK(same_bits(rows(r, Fr), bf_rows(src.at(a + "f_a_proj.weight"), 0, Fr)));  // replicated
     r += Fr;
-    CHECK(same(rows(r, size_t(H)), bf_rows(src.at(a + "b_proj.weight"), h0, H)));
+    CHECK(same_bits(rows(r, size_t(H)), bf_rows(src.at(a + "b_proj.weight"), h0, H)));
     r += size_t(H);
     for (size_t i = r * D; i < w.in_proj_w.size(); ++i) CHECK(w.in_proj_w[i].bits == 0);  // pad rows
-    CHECK(same(w.f_b_w, bf_rows(src.at(a + "f_b_proj.weight"), h0 * K, E)));
+    CHECK(same_bits(w.f_b_w, bf_rows(src.at(a + "f_b_proj.weight"), h0 * K, E)));
     int c = 0;
     for (const char* n : {"q_conv1d", "k_conv1d", "v_conv1d"}) {
         std::vector<float> all = src.at(a + n + ".weight").as<float>();
@@ -69,9 +63,9 @@ void check_rank(const HfLayerWeights& w, const std::map<std::string, Tensor>& sr
     std::vector<float> on = src.at(a + "o_norm.weight").as<float>();
     REQUIRE(w.o_norm_w.size() == size_t(K));
     for (int k = 0; k < K; ++k) CHECK(w.o_norm_w[size_t(k)].bits == bf16::round(on[size_t(k)]).bits);
-    CHECK(same(w.res_norm_w, src.at(p + "self_attention_res_norm.weight").as<bf16>()));
-    CHECK(same(w.res_proj_w, src.at(p + "self_attention_res_proj.weight").as<bf16>()));
-    CHECK(same(w.input_norm_w, src.at(p + "input_layernorm.weight").as<bf16>()));
+    CHECK(same_bits(w.res_norm_w, src.at(p + "self_attention_res_norm.weight").as<bf16>()));
+    CHECK(same_bits(w.res_proj_w, src.at(p + "self_attention_res_proj.weight").as<bf16>()));
+    CHECK(same_bits(w.input_norm_w, src.at(p + "input_layernorm.weight").as<bf16>()));
 }
 
 std::string load_error(const std::string& dir, int layer, int rank, int tp) {
@@ -187,7 +181,7 @@ TEST_CASE("HF weights replace a generated fixture's weights; its dims must match
     CHECK(c.C == 3 * 2 * K);
     StepInputs in = make_fixture(c);
     apply_weights(w, in);
-    CHECK(same(in.in_proj_w, w.in_proj_w));
+    CHECK(same_bits(in.in_proj_w, w.in_proj_w));
     CHECK(in.A_log == w.A_log);
     CHECK_NOTHROW(StepInputs::from_file(in.to_file()));
     StepInputs other = make_fixture(Config::preset("small"));

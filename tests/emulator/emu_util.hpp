@@ -24,10 +24,7 @@ inline Prepared& small_prepared() {
     return p;
 }
 
-template <class T>
-bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
-    return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
-}
+using monokda::same_bits;
 
 // Every output and intermediate, bit for bit; returns the first that differs ("" if none).
 inline std::string first_different(const StepOutputs<float>& a, const StepOutputs<float>& b) {

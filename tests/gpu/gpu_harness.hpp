@@ -75,16 +75,6 @@ inline gpu::RunOptions run_options() {
     return o;
 }
 
-template <class T> Tensor bf16_tensor(std::vector<int64_t> shape, const std::vector<T>& v) {
-    return Tensor::of(DType::BF16, std::move(shape), v);
-}
-
-// Bit equality of two tensors' contents (bf16 has no operator==: +0/-0 and NaN bits matter here).
-template <class T> bool same(const std::vector<T>& a, const std::vector<T>& b) {
-    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
-}
-
-inline TensorDiff diff(const std::string& name, const Tensor& a, const Tensor& b) { return diff_tensors(name, a, b); }
 
 // Appends a line to $MONOKDA_GPU_RESULTS/<file> (the raw material of docs/results/), and prints it.
 inline void log_line(const std::string& file, const std::string& line) {

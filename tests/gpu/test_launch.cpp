@@ -130,9 +130,9 @@ TEST_CASE("strided state pages and the ds layout give the same bits as plain sd 
     gpu::KdaRunner pages(in, packed);
     pages.run();
     const StepOutputs<float> b = pages.outputs();
-    CHECK(same(a.conv_state, b.conv_state));
+    CHECK(same_bits(a.conv_state, b.conv_state));
     CHECK(std::memcmp(a.ssm_state.data(), b.ssm_state.data(), a.ssm_state.size() * 4) == 0);
-    CHECK(same(a.core_out, b.core_out));
+    CHECK(same_bits(a.core_out, b.core_out));
     // the same fixture with conv_state transposed to [slots, C, W-2+L]
     StepInputs ds = in;
     ds.cfg.conv_layout = ConvLayout::ds;
@@ -148,10 +148,10 @@ TEST_CASE("strided state pages and the ds layout give the same bits as plain sd 
             for (int ch = 0; ch < in.cfg.C; ++ch)
                 conv_bad += d.conv_state[size_t(ds.conv_at(s, j, ch))].bits != a.conv_state[size_t(in.conv_at(s, j, ch))].bits;
     CHECK(conv_bad == 0);
-    CHECK(same(d.core_out, a.core_out));
+    CHECK(same_bits(d.core_out, a.core_out));
     CHECK(std::memcmp(d.ssm_state.data(), a.ssm_state.data(), a.ssm_state.size() * 4) == 0);
     log_line("launch.md", std::string("| packed pages / ds layout vs plain sd | ") +
-                              (same(a.core_out, b.core_out) && conv_bad == 0 && same(d.core_out, a.core_out) ? "identical" : "DIFFER") + " |");
+                              (same_bits(a.core_out, b.core_out) && conv_bad == 0 && same_bits(d.core_out, a.core_out) ? "identical" : "DIFFER") + " |");
 }
 
 TEST_CASE("the attn seam is the same whichever TP rank's kda weights the launch carries") {
@@ -167,12 +167,12 @@ TEST_CASE("the attn seam is the same whichever TP rank's kda weights the launch 
     ra.run();
     rb.run();
     const StepOutputs<float> oa = ra.outputs(), ob = rb.outputs();
-    CHECK(same(oa.prefix_out, ob.prefix_out));
-    CHECK(same(oa.blocks, ob.blocks));
-    CHECK(same(oa.x, ob.x));
-    CHECK(!same(oa.core_out, ob.core_out));  // the kda part did see other weights
+    CHECK(same_bits(oa.prefix_out, ob.prefix_out));
+    CHECK(same_bits(oa.blocks, ob.blocks));
+    CHECK(same_bits(oa.x, ob.x));
+    CHECK(!same_bits(oa.core_out, ob.core_out));  // the kda part did see other weights
     log_line("launch.md", std::string("| seam across TP ranks (prefix_out, blocks, x) | ") +
-                              (same(oa.prefix_out, ob.prefix_out) && same(oa.blocks, ob.blocks) && same(oa.x, ob.x) ? "identical" : "DIFFER") + " |");
+                              (same_bits(oa.prefix_out, ob.prefix_out) && same_bits(oa.blocks, ob.blocks) && same_bits(oa.x, ob.x) ? "identical" : "DIFFER") + " |");
 }
 
 TEST_CASE("a token's outputs do not depend on what it is batched with (batch invariance)") {

@@ -56,11 +56,6 @@ inline bf16 silu_bf16(double x) { return bf16::round(x / (1.0 + std::exp(-x))); 
 // bf16 distance in ulps on the ordered line.
 inline int ulps(bf16 a, bf16 b) { return std::abs(bf16_ordered(a.bits) - bf16_ordered(b.bits)); }
 
-inline bool same_bits(const std::vector<bf16>& a, const std::vector<bf16>& b) {
-    if (a.size() != b.size()) return false;
-    for (size_t i = 0; i < a.size(); ++i)
-        if (a[i].bits != b[i].bits) return false;
-    return true;
-}
+using monokda::same_bits;
 
 }  // namespace monokda::test
