@@ -15,6 +15,7 @@
 
 #include "bench/perf_report.hpp"
 #include "cli/options.hpp"
+#include "core/atomic_write.hpp"
 
 namespace fs = std::filesystem;
 using namespace monokda;
@@ -56,12 +57,6 @@ std::string cpu_model() {
     return "unknown CPU";
 }
 
-std::string utc_now() {
-    std::time_t t = std::time(nullptr);
-    char buf[32];
-    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-    return buf;
-}
 
 nlohmann::json read_json(const std::string& path) {
     std::ifstream f(path);
@@ -116,8 +111,8 @@ int run(int argc, char** argv) {
         bench::CpuBench cpu;
         if (!cpu_json.empty()) cpu = bench::cpu_from_json(read_json(cpu_json));
         if (md.empty() && svg.empty()) bad_input("--render needs --md and/or --svg");
-        if (!md.empty()) bench::write_text_file(md, bench::perf_markdown(gpu, cpu_json.empty() ? nullptr : &cpu));
-        if (!svg.empty()) bench::write_text_file(svg, bench::perf_svg(gpu));
+        if (!md.empty()) write_file_atomic(md, bench::perf_markdown(gpu, cpu_json.empty() ? nullptr : &cpu));
+        if (!svg.empty()) write_file_atomic(svg, bench::perf_svg(gpu));
         std::cout << "rendered " << render << "\n";
         return 0;
     }
@@ -135,7 +130,7 @@ int run(int argc, char** argv) {
     b.host = cpu_model();
     b.cores = int(std::thread::hardware_concurrency());
     b.commit = commit;
-    b.date = utc_now();
+    b.date = bench::utc_now();
     {
         std::ifstream la("/proc/loadavg");
         std::string a1, a5, a15;
@@ -173,9 +168,9 @@ int run(int argc, char** argv) {
                                                    : r.note)
                   << "\n";
     if (!out.empty()) {
-        bench::write_text_file(out, bench::cpu_json(b).dump(2) + "\n");
-        std::string mdp = out.size() > 5 && out.compare(out.size() - 5, 5, ".json") == 0 ? out.substr(0, out.size() - 5) + ".md" : out + ".md";
-        bench::write_text_file(mdp, "# CPU benchmarks\n\n" + bench::cpu_markdown(b).substr(std::string("## CPU benchmarks\n\n").size()));
+        write_file_atomic(out, bench::cpu_json(b).dump(2) + "\n");
+        const std::string mdp = bench::json_sibling(out, ".md");
+        write_file_atomic(mdp, "# CPU benchmarks\n\n" + bench::cpu_markdown(b).substr(std::string("## CPU benchmarks\n\n").size()));
         std::cout << "wrote " << out << " and " << mdp << "\n";
     }
     return 0;

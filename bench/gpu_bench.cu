@@ -139,18 +139,6 @@ Bandwidth measure_bandwidth(cudaStream_t st, int sms) {
     return bw;
 }
 
-std::string utc_now() {
-    std::time_t t = std::time(nullptr);
-    char buf[32];
-    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-    return buf;
-}
-
-std::string fmt(double v, int prec = 1) {
-    char buf[64];
-    snprintf(buf, sizeof buf, "%.*f", prec, v);
-    return buf;
-}
 
 }  // namespace
 

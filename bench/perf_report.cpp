@@ -1,5 +1,7 @@
 #include "bench/perf_report.hpp"
 
+#include <ctime>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -16,12 +18,6 @@ namespace monokda::bench {
 using nlohmann::json;
 
 namespace {
-
-std::string fmt(double v, int prec = 1) {
-    char buf[64];
-    snprintf(buf, sizeof buf, "%.*f", prec, v);
-    return buf;
-}
 
 json opt_json(const std::optional<double>& v) { return v ? json(*v) : json(nullptr); }
 std::optional<double> opt_from(const json& j) {
@@ -375,8 +371,22 @@ std::string perf_svg(const PerfRun& run) {
     return os.str();
 }
 
-void write_text_file(const std::string& path, const std::string& text) {
-    write_file_atomic(path, text);
+std::string utc_now() {
+    std::time_t t = std::time(nullptr);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+    return buf;
+}
+
+std::string fmt(double v, int prec) {
+    char buf[64];
+    snprintf(buf, sizeof buf, "%.*f", prec, v);
+    return buf;
+}
+
+std::string json_sibling(const std::string& json_path, const std::string& suffix) {
+    const size_t n = json_path.size();
+    return (n > 5 && json_path.compare(n - 5, 5, ".json") == 0 ? json_path.substr(0, n - 5) : json_path) + suffix;
 }
 
 }  // namespace monokda::bench

@@ -78,7 +78,9 @@ std::string perf_markdown(const PerfRun& run, const CpuBench* cpu = nullptr);
 std::string cpu_markdown(const CpuBench& b);
 std::string perf_svg(const PerfRun& run);
 
-// Writes text to PATH.tmp, then renames (no partial file on failure).
-void write_text_file(const std::string& path, const std::string& text);
+// Small helpers of the two benchmark programs (gpu_bench.cu, cpu_bench.cpp):
+std::string utc_now();                                   // "2026-11-30T07:59:06Z"
+std::string fmt(double v, int prec = 1);                 // fixed-point, prec decimals
+std::string json_sibling(const std::string& json_path, const std::string& suffix);  // R.json -> R<suffix>
 
 }  // namespace monokda::bench

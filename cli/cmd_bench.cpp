@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "cli/options.hpp"
+#include "core/atomic_write.hpp"
 #ifdef MONOKDA_HAVE_GPU_BENCH
 #include "bench/gpu_bench.hpp"
 #endif
@@ -12,15 +13,6 @@ namespace monokda::cli {
 
 namespace {
 
-#ifdef MONOKDA_HAVE_GPU_BENCH
-// RESULTS.json → RESULTS<suffix>
-std::string sibling(const std::string& json_path, const std::string& suffix) {
-    const std::string stem = json_path.size() > 5 && json_path.compare(json_path.size() - 5, 5, ".json") == 0
-                                 ? json_path.substr(0, json_path.size() - 5)
-                                 : json_path;
-    return stem + suffix;
-}
-#endif
 
 }  // namespace
 
@@ -88,7 +80,7 @@ int cmd_bench(const Args& args) {
         std::ostringstream report;
         const int rc = bench::run_unfused_check(cases, plant, report, std::cout);
         if (!out.empty()) {
-            bench::write_text_file(out, report.str());
+            write_file_atomic(out, report.str());
             std::cout << "wrote " << out << "\n";
         } else {
             std::cout << report.str();
@@ -109,10 +101,10 @@ int cmd_bench(const Args& args) {
     const bench::PerfRun run = bench::run_gpu_bench(o, std::cout);
     const std::string md = bench::perf_markdown(run);
     if (!out.empty()) {
-        bench::write_text_file(out, bench::perf_json(run).dump(2) + "\n");
-        bench::write_text_file(sibling(out, "-detail.json"), bench::perf_detail_json(run).dump(2) + "\n");
-        bench::write_text_file(sibling(out, ".md"), md);
-        bench::write_text_file(sibling(out, ".svg"), bench::perf_svg(run));
+        write_file_atomic(out, bench::perf_json(run).dump(2) + "\n");
+        write_file_atomic(bench::json_sibling(out, "-detail.json"), bench::perf_detail_json(run).dump(2) + "\n");
+        write_file_atomic(bench::json_sibling(out, ".md"), md);
+        write_file_atomic(bench::json_sibling(out, ".svg"), bench::perf_svg(run));
         std::cout << "wrote " << out << " and its -detail.json, .md, .svg\n";
     }
     std::cout << "\n" << md;
