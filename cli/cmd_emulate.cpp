@@ -94,7 +94,7 @@ int cmd_emulate(const Args& args) {
         bad_input("--sweep runs many schedules: --timeline and -o need a single run (use --replay with a token)");
 
     auto t0 = std::chrono::steady_clock::now();
-    Prepared prep = prepare(o, std::max(o.steps, o.fault == Fault::epoch_by_value ? 2 : 1));
+    Prepared prep = prepare(o, steps_for(o));
     if (!o.envelope_in.empty() || o.envelope_orders >= 0)
         std::cout << "prepared: fixture " << prep.seconds_fixture << " s, reference " << prep.seconds_reference
                   << " s, envelope (" << prep.envelope_source << ") " << prep.seconds_envelope << " s\n";

@@ -10,8 +10,6 @@
 
 namespace monokda {
 
-static int round_up16(int n) { return (n + 15) / 16 * 16; }
-
 Config Config::preset(const std::string& name) {
     Config c;
     if (name == "k3") {
@@ -22,7 +20,7 @@ Config Config::preset(const std::string& name) {
         bad_input("unknown config preset '" + name + "' (known: k3, small)");
     }
     c.C = 3 * c.E();
-    c.N = round_up16(c.min_N());
+    c.N = padded_N(c.E(), c.F, c.H);
     c.slots = c.S() + 1;
     return c;
 }

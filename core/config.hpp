@@ -29,6 +29,8 @@ struct Config {
         return {slots, C, conv_len()};
     }
     int min_N() const { return 4 * E() + F + H; }
+    // in_proj's rows as stored: q|k|v|g|f_a|beta, zero-padded to a multiple of 16 (SPEC §1)
+    static int padded_N(int E, int F, int H) { return (4 * E + F + H + 15) / 16 * 16; }
     // column offsets into proj (SPEC §3 B)
     int col_g2() const { return 3 * E(); }
     int col_fa() const { return 4 * E(); }

@@ -185,7 +185,7 @@ HfLayerWeights load_hf_layer(const std::string& dir, int layer, int tp_rank, int
                   " KDA heads of the checkpoint");
     const int64_t H = H_total / tp_size, E = H * K, h0 = tp_rank * H;
     w.D = int(D); w.H = int(H); w.K = int(K); w.F = int(F); w.W = int(W); w.H_total = int(H_total);
-    w.N = int((4 * E + F + H + 15) / 16 * 16);
+    w.N = Config::padded_N(int(E), int(F), int(H));
 
     for (const char* n : {"q_proj", "k_proj", "v_proj", "g_proj"}) {
         const std::string name = A + n + ".weight";

@@ -59,12 +59,8 @@ inline double cos_approx(double x) {
 __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #endif
 void approx_normals(uint64_t state, int n, double* u1, double* u2, double* z, double* err) {
-    constexpr uint64_t g = 0x9e3779b97f4a7c15ull;
-    auto mix = [](uint64_t x) {  // Rng::next after its increment
-        x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
-        x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
-        return x ^ (x >> 31);
-    };
+    constexpr uint64_t g = Rng::kGamma;
+    constexpr auto mix = Rng::mix;
     // the 53-bit integer to double in two exact parts (vector code has no 64-bit integer conversion)
     auto uniform = [](uint64_t x) {
         x >>= 11;

@@ -38,7 +38,7 @@ void approx_normals(uint64_t state, int n, double* u1, double* u2, double* z, do
 // exact_draws, if given, receives the number of draws that needed libm (tests).
 template <class T, class F>
 std::vector<T> normal_draws(Rng& rng, size_t n, F&& f, size_t* exact_draws = nullptr) {
-    constexpr uint64_t kGamma = 0x9e3779b97f4a7c15ull;  // Rng::next's increment
+    constexpr uint64_t kGamma = Rng::kGamma;
     std::vector<T> v(n);
     const uint64_t s0 = rng.state;
     const int64_t block = 1 << 16, nblocks = int64_t((n + size_t(block) - 1) / size_t(block));

@@ -7,14 +7,16 @@
 namespace monokda {
 
 struct Rng {
-    uint64_t state;
-    explicit Rng(uint64_t seed) : state(seed * 0x9e3779b97f4a7c15ull + 0x632be59bd9b4e019ull) {}
-    uint64_t next() {
-        uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+    static constexpr uint64_t kGamma = 0x9e3779b97f4a7c15ull;  // the state's step
+    // splitmix64's output function of a state (core/normal_draws.* evaluates it in bulk)
+    static constexpr uint64_t mix(uint64_t z) {
         z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
         z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
         return z ^ (z >> 31);
     }
+    uint64_t state;
+    explicit Rng(uint64_t seed) : state(seed * kGamma + 0x632be59bd9b4e019ull) {}
+    uint64_t next() { return mix(state += kGamma); }
     double uniform() { return double(next() >> 11) * (1.0 / 9007199254740992.0); }  // [0, 1)
     double uniform(double lo, double hi) { return lo + (hi - lo) * uniform(); }
     uint64_t below(uint64_t n) { return n ? next() % n : 0; }

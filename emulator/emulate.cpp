@@ -100,6 +100,8 @@ EmulateOptions apply_token(EmulateOptions o, const std::string& token) {
     return o;
 }
 
+int steps_for(const EmulateOptions& o) { return std::max(o.steps, o.fault == Fault::epoch_by_value ? 2 : 1); }
+
 StepInputs rotate_rows(const StepInputs& in, int k) {
     StepInputs o = in;
     const int S = in.cfg.S();
@@ -272,7 +274,7 @@ EmulateResult emulate(Prepared& prep, const EmulateOptions& o) {
     mo.fault = o.fault;
     mo.amd_in_order_loads = o.amd || o.fault == Fault::poll_behind_loads;
     mo.record_spans = o.timeline;
-    res.steps = std::max(o.steps, o.fault == Fault::epoch_by_value ? 2 : 1);
+    res.steps = steps_for(o);
     if (o.fault == Fault::wrong_accepted_window && cfg.L < 2) bad_input("fault wrong_accepted_window needs L >= 2");
     // several steps straddle the epoch counter's wrap-around
     mo.epoch_start = res.steps == 1 ? 1u : 0xffffffffu - uint32_t(res.steps / 2 - 1);

@@ -57,6 +57,9 @@ struct Prepared {
     double seconds_fixture = 0, seconds_reference = 0, seconds_envelope = 0;
 };
 
+// Steps a run takes: o.steps, and at least 2 for a fault that shows only on a second launch.
+int steps_for(const EmulateOptions& o);
+
 // Builds the fixture, the plan, the references for `steps` steps and the envelope.
 Prepared prepare(const EmulateOptions& o, int steps);
 
