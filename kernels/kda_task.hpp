@@ -46,7 +46,7 @@ __device__ __forceinline__ int64_t conv_offset(const KdaArgs& a, int slot, int e
     return int64_t(slot) * a.conv_ss + (a.conv_ds ? int64_t(ch) * len + entry : int64_t(entry) * k3::C + ch);
 }
 
-__device__ void kda_load(const KdaArgs& a, KdaSmem& sm, int r, int h, int c, Team team = cta_team()) {
+__device__ void kda_load(const KdaArgs& a, KdaSmem& sm, int r, int h, int c, Team team) {
     const int L = a.L;
     if (team.tid < L) sm.idx[team.tid] = a.state_indices[r * L + team.tid];
     if (team.tid == k3::kMaxL) sm.accepted = a.num_accepted[r];
@@ -80,7 +80,7 @@ __device__ void kda_load(const KdaArgs& a, KdaSmem& sm, int r, int h, int c, Tea
     team.sync();
 }
 
-__device__ bool kda_conv(const KdaArgs& a, Ctl& c_, KdaSmem& sm, int r, int h, int c, Team team = cta_team()) {
+__device__ bool kda_conv(const KdaArgs& a, Ctl& c_, KdaSmem& sm, int r, int h, int c, Team team) {
     const int L = a.L;
     if (!wait_proj(a, c_, 3, [&](int i) { return owned_channel(i * k3::kShare, h, c) / k3::kGroupRows; }, team))
         return false;
@@ -112,7 +112,7 @@ __device__ bool kda_conv(const KdaArgs& a, Ctl& c_, KdaSmem& sm, int r, int h, i
     return true;
 }
 
-__device__ bool kda_rec(const KdaArgs& a, Ctl& c_, KdaSmem& sm, int r, int h, int c, Team team = cta_team()) {
+__device__ bool kda_rec(const KdaArgs& a, Ctl& c_, KdaSmem& sm, int r, int h, int c, Team team) {
     const int L = a.L;
     if (!wait_flags(
             a, c_, Mailbox::QK, k3::kChunks - 1,
@@ -225,7 +225,7 @@ __device__ bool kda_rec(const KdaArgs& a, Ctl& c_, KdaSmem& sm, int r, int h, in
     return true;
 }
 
-__device__ bool kda_norm(const KdaArgs& a, Ctl& c_, KdaSmem& sm, int r, int h, int c, Team team = cta_team()) {
+__device__ bool kda_norm(const KdaArgs& a, Ctl& c_, KdaSmem& sm, int r, int h, int c, Team team) {
     const int L = a.L;
     // ONRM[r·L + t][h][0..7] for every token, in one sweep (onrm[t·8 + chunk])
     if (!wait_tagged_at(a, c_, Mailbox::ONRM, L * k3::kChunks,
