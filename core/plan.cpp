@@ -9,7 +9,7 @@
 namespace monokda {
 
 PlanParams PlanParams::preset(const std::string& name) {
-    if (name == "k3") return PlanParams{132, 128, 16, 16};
+    if (name == "k3") return PlanParams{132, 128, 16, 128};
     if (name == "small") return PlanParams{24, 16, 16, 8};
     bad_input("unknown plan preset '" + name + "' (known: k3, small)");
 }

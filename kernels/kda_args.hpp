@@ -17,8 +17,8 @@ constexpr int kSlice = 128;              // columns of D per attn CTA
 constexpr int kAttn = D / kSlice;        // 56 attn CTAs
 constexpr int kGroupRows = 16;           // in_proj rows per gemv group
 constexpr int kGroups = N / kGroupRows;  // 393
-constexpr int kChunkRows = 16;           // state rows per kda task
-constexpr int kChunks = V / kChunkRows;  // 8 tasks per (request, head)
+constexpr int kChunkRows = V;            // state rows per kda task: the whole head (docs/kernel.md)
+constexpr int kChunks = V / kChunkRows;  // 1 task per (request, head)
 constexpr int kShare = K / kChunks;      // q (and k) channels a kda task convolves
 constexpr int kMaxS = 64, kMaxL = 8, kMaxNb = 8;
 }  // namespace k3

@@ -14,7 +14,9 @@ __device__ __forceinline__ float bf_hi(uint32_t pair) { return f32_from_bits(pai
 __device__ __forceinline__ uint16_t rnd(float f) { return bf16::round(f).bits; }
 __device__ __forceinline__ uint32_t pack(float lo, float hi) { return uint32_t(rnd(lo)) | (uint32_t(rnd(hi)) << 16); }
 
-__device__ __forceinline__ float exp_f(float x) { return float(exp(double(x))); }
+// One out-of-line copy: the double exp is long, and every inlined copy is more code the SM fetches
+// cold (the kda bodies run once a launch; instruction fetch sets their pace, docs/performance.md).
+__device__ __noinline__ float exp_f(float x) { return float(exp(double(x))); }
 __device__ __forceinline__ float sigmoid_f(float z) { return 1.0f / (1.0f + exp_f(-z)); }
 
 // Pairwise sum (ReductionOrder "pairwise") of 128 terms held 8 a lane by 16 consecutive lanes,
@@ -30,6 +32,19 @@ __device__ __forceinline__ float pairwise_16_lanes(float part) {
     part = part + __shfl_xor(part, 4);
     part = part + __shfl_xor(part, 8);
     return part;
+}
+// N such sums at once, each exactly pairwise_16_lanes: the N butterflies are independent, so their
+// shuffles issue back to back instead of waiting out one another's latency.
+template <int N>
+__device__ __forceinline__ void pairwise_16_lanes(float (&part)[N]) {
+#pragma unroll
+    for (int m = 1; m < 16; m *= 2) {
+        float other[N];
+#pragma unroll
+        for (int b = 0; b < N; ++b) other[b] = __shfl_xor(part[b], m);
+#pragma unroll
+        for (int b = 0; b < N; ++b) part[b] = part[b] + other[b];
+    }
 }
 
 }  // namespace monokda::gpu

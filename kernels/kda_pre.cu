@@ -42,9 +42,17 @@ constexpr int kKdaTeams = 2;
 constexpr int kKdaTeams = 1;
 #endif
 static_assert(kKdaTeams <= 2, "team barriers are ids 1 and 2 (vendor/gpu.hpp)");
+static_assert(kThreads / kKdaTeams >= kMinTeam, "the kda bodies' per-thread shares assume kMinTeam threads a team");
 constexpr size_t kKdaSmemStride = (sizeof(KdaSmem) + 127) / 128 * 128;
+// A CTA with one kda stream stages its tasks' state rows in shared memory behind its KdaSmem (NVIDIA:
+// it fits beside the gemv pass's footprint; AMD's 64 KB does not hold it).
+#if MONOKDA_NVIDIA
+constexpr size_t kKdaOneTeamBytes = kKdaSmemStride + kStateStageBytes;
+#else
+constexpr size_t kKdaOneTeamBytes = kKdaSmemStride;
+#endif
 constexpr size_t kSmemBytes =
-    std::max(sizeof(AttnSmem), std::max(kGemvSmemBytes, kKdaTeams * kKdaSmemStride));
+    std::max(sizeof(AttnSmem), std::max(kGemvSmemBytes, std::max(kKdaTeams * kKdaSmemStride, kKdaOneTeamBytes)));
 constexpr int kHeaderWords = int(sizeof(PlanHeader) / 4);
 #if MONOKDA_AMD
 constexpr size_t kSmemLimit = 65536;  // LDS a workgroup on gfx90a / gfx940
@@ -111,6 +119,8 @@ __device__ bool run_kda(const KdaArgs& a, Ctl& c, const Instr* ins, int first, i
     const Team team{int(threadIdx.x) % tn, tn, teams == 1 ? 0 : 1 + k0};
     Ctl& tc = teams == 1 ? c : team_ctl[k0];
     KdaSmem& sm = *reinterpret_cast<KdaSmem*>(smem + k0 * kKdaSmemStride);
+    kda_team_start(sm, teams == 1 && kKdaOneTeamBytes > kKdaSmemStride ? reinterpret_cast<float*>(smem + kKdaSmemStride) : nullptr,
+                   team);
     // this team's j-th instruction: list order, or its tasks' instructions in turn
     auto index = [&](int j) { return teams == 1 ? first + j : first + 4 * (k0 + j / 4 * teams) + j % 4; };
     int count = 0;
@@ -355,7 +365,7 @@ KdaLauncher::KdaLauncher(const Plan& plan, const LaunchOptions& opt) : impl_(new
     const PlanParams& pp = plan.params();
     if (plan.n_attn() != k3::kAttn || pp.slice_width != k3::kSlice || pp.gemv_group_rows != k3::kGroupRows ||
         pp.kda_chunk_rows != k3::kChunkRows)
-        bad_input("kda_pre kernel: the plan must use the k3 parameters (slice 128, group rows 16, chunk rows 16)");
+        bad_input("kda_pre kernel: the plan must use the k3 parameters (slice 128, group rows 16, chunk rows 128)");
     if (plan.blocks() != dev.sms)
         bad_input("kda_pre kernel: the plan has " + ss(plan.blocks()) + " CTAs but " + dev.name + " has " +
                   ss(dev.sms) + " SMs/CUs (one CTA each)");

@@ -103,6 +103,11 @@ __device__ __forceinline__ void copy16_async(void* smem, const void* gmem) {
 }
 __device__ __forceinline__ void async_commit() {}
 template <int Pending> __device__ __forceinline__ void async_wait() {}
+// gfx9 has no L2 prefetch instruction: the later load pays the trip
+__device__ __forceinline__ void prefetch_l2(const void*) {}
+__device__ __forceinline__ void st_f4(float* p, float x, float y, float z, float w) {
+    *reinterpret_cast<float4*>(p) = make_float4(x, y, z, w);
+}
 #else
 __device__ __forceinline__ uint32_t ld_acquire(const uint32_t* p) {
     uint32_t v;
@@ -149,6 +154,13 @@ __device__ __forceinline__ void async_commit() { asm volatile("cp.async.commit_g
 template <int Pending> __device__ __forceinline__ void async_wait() {
     asm volatile("cp.async.wait_group %0;" ::"n"(Pending) : "memory");
 }
+// One 16-byte store (p 16-byte aligned). Written out: a float4 assignment through a cast pointer
+// came out of nvcc as four 4-byte stores.
+__device__ __forceinline__ void st_f4(float* p, float x, float y, float z, float w) {
+    asm volatile("st.global.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p), "f"(x), "f"(y), "f"(z), "f"(w) : "memory");
+}
+// Brings a 128-byte line into L2 and goes on (nothing to wait for)
+__device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
 // Hopper's bulk copy engine (TMA): global to shared, completion counted in bytes on an mbarrier.
 // The copies do not go through the SM's load/store unit, so a weight stream kept deep in flight
 // this way does not hold up the thread's own loads (x, flags) behind it.

@@ -62,9 +62,9 @@ TEST_CASE("kda_team_tasks_begin: the tail of two or more whole kda tasks, or -1"
     CHECK(begin_of({}) == -1);
 }
 
-TEST_CASE("with_kda_teams(2) on k3 R=2 L=4: 60 CTAs with two tasks each lend their second to a team list") {
+TEST_CASE("with_kda_teams(2) on k3 R=16 L=1: 60 CTAs with two tasks each lend their second to a team list") {
     Config cfg = Config::preset("k3");
-    cfg.R = 2, cfg.L = 4;
+    cfg.R = 16, cfg.L = 1;  // 192 tasks (one a head) over 132 CTAs
     const Plan p = Plan::build(cfg, PlanParams::preset("k3"));
     const Plan q = p.with_kda_teams(2);
     CHECK(q.launch_blocks() == 132);

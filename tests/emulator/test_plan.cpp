@@ -57,8 +57,10 @@ void check_structure(const Plan& p) {
 
 }  // namespace
 
-TEST_CASE("k3 plan at 132 CTAs: 56 attn + 76 gemv CTAs, 393 row groups, 192 kda tasks") {
-    Plan p = Plan::build(k3(), PlanParams::preset("k3"));
+TEST_CASE("k3 plan with SPEC §4's 16-row chunks: 56 attn + 76 gemv CTAs, 393 row groups, 192 kda tasks") {
+    PlanParams pp = PlanParams::preset("k3");
+    pp.kda_chunk_rows = 16;  // the chunked layout: siblings hand q/k and Σō² partials across CTAs
+    Plan p = Plan::build(k3(), pp);
     CHECK(p.n_attn() == 56);
     CHECK(p.n_gemv() == 76);
     CHECK(p.n_groups() == 393);
@@ -84,7 +86,7 @@ TEST_CASE("k3 plan at 132 CTAs: 56 attn + 76 gemv CTAs, 393 row groups, 192 kda 
     std::set<int> groups;
     for (int cta = 56; cta < 132; ++cta) {
         const auto& l = p.instrs(cta);
-        REQUIRE(l.size() >= 2);
+        REQUIRE(l.size() >= 2);  // a band, or (past the bands) kda tasks
         std::vector<int> band;
         for (const Instr& in : l)
             if (in.opcode() == Op::GEMV_GROUP) {
@@ -135,8 +137,38 @@ TEST_CASE("k3 plan at 132 CTAs: 56 attn + 76 gemv CTAs, 393 row groups, 192 kda 
     CHECK(p.finishing_ctas(56) < 132);
 }
 
-TEST_CASE("the plan's reduction order splits D-sums by slice and the output norm by chunk") {
+TEST_CASE("k3 preset: one kda task a head, nothing handed between a head's chunks") {
     Plan p = Plan::build(k3(), PlanParams::preset("k3"));
+    CHECK(p.params().kda_chunk_rows == 128);
+    CHECK(p.n_chunks() == 1);
+    CHECK(p.qk_share() == 128);
+    CHECK(p.n_kda_tasks() == 2 * 12);
+    CHECK(p.entries(Mailbox::QK) == 2 * 12);
+    CHECK(p.entries(Mailbox::ONRM) == 8 * 12);
+    check_structure(p);
+    int tasks = 0;
+    for (int cta = 0; cta < p.blocks(); ++cta)
+        for (int i = 0; i < int(p.instrs(cta).size()); ++i) {
+            const Instr in = p.instrs(cta)[size_t(i)];
+            if (role_of(in.opcode()) != Role::kda) continue;
+            tasks += in.opcode() == Op::KDA_LOAD;
+            CHECK(p.kda_cta(in.a, in.b, in.c) == cta);
+            for (const Plan::Wait& w : p.waits(cta, i)) CHECK(w.entry.box == Mailbox::PROJ);  // no sibling to wait for
+            if (in.opcode() == Op::KDA_CONV) CHECK(p.waits(cta, i).size() == 24);  // its q, k and v rows: 3 x 8 groups
+            if (in.opcode() == Op::KDA_NORM) CHECK(p.waits(cta, i).size() == 8);   // its g2 columns
+        }
+    CHECK(tasks == 24);
+    // task t on CTA t: the 24 tasks sit on attn CTAs 0..23; attn CTAs 24..55 hold none, and their
+    // places free for the gemv CTAs once the seam is done, so the 56 attn CTAs are enough
+    CHECK(p.min_residency() == 56);
+    CHECK(p.finishing_ctas(p.min_residency()) == 132);
+}
+
+TEST_CASE("the plan's reduction order splits D-sums by slice and the output norm by chunk") {
+    PlanParams pp = PlanParams::preset("k3");
+    CHECK(Plan::build(k3(), pp).reduction_order().at(Site::onorm_sumsq).parts == 1);  // one chunk: sequential over V
+    pp.kda_chunk_rows = 16;
+    Plan p = Plan::build(k3(), pp);
     ReductionOrder o = p.reduction_order();
     for (Site s : {Site::attn_sumsq, Site::attn_dot, Site::x_sumsq, Site::in_proj}) {
         CHECK(o.at(s).kind == OrderSpec::split);
