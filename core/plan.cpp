@@ -14,8 +14,17 @@ PlanParams PlanParams::preset(const std::string& name) {
     bad_input("unknown plan preset '" + name + "' (known: k3, small)");
 }
 
+int PlanParams::k3_chunk_rows(const Config& cfg, int blocks) {
+    constexpr int kSpecRows = 16;
+    return cfg.V % kSpecRows == 0 && int64_t(cfg.R) * cfg.H * (cfg.V / kSpecRows) <= blocks ? kSpecRows : cfg.V;
+}
+
 PlanParams PlanParams::defaults_for(const Config& cfg) {
-    if (cfg.D == 7168) return preset("k3");
+    if (cfg.D == 7168) {
+        PlanParams p = preset("k3");
+        p.kda_chunk_rows = k3_chunk_rows(cfg, p.blocks);
+        return p;
+    }
     PlanParams p = preset("small");
     if (cfg.D % p.slice_width == 0) p.blocks = std::max(p.blocks, cfg.D / p.slice_width + 8);
     return p;

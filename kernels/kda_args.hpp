@@ -17,9 +17,9 @@ constexpr int kSlice = 128;              // columns of D per attn CTA
 constexpr int kAttn = D / kSlice;        // 56 attn CTAs
 constexpr int kGroupRows = 16;           // in_proj rows per gemv group
 constexpr int kGroups = N / kGroupRows;  // 393
-constexpr int kChunkRows = V;            // state rows per kda task: the whole head (docs/kernel.md)
-constexpr int kChunks = V / kChunkRows;  // 1 task per (request, head)
-constexpr int kShare = K / kChunks;      // q (and k) channels a kda task convolves
+// state rows a kda task: SPEC §4's 16-row chunks, or the whole head (PlanParams::k3_chunk_rows
+// chooses by the step's shape; docs/kernel.md, "kda tasks")
+constexpr int kChunkRowsSpec = 16, kChunkRowsHead = V;
 constexpr int kMaxS = 64, kMaxL = 8, kMaxNb = 8;
 }  // namespace k3
 

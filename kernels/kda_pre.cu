@@ -43,16 +43,21 @@ constexpr int kKdaTeams = 1;
 #endif
 static_assert(kKdaTeams <= 2, "team barriers are ids 1 and 2 (vendor/gpu.hpp)");
 static_assert(kThreads / kKdaTeams >= kMinTeam, "the kda bodies' per-thread shares assume kMinTeam threads a team");
-constexpr size_t kKdaSmemStride = (sizeof(KdaSmem) + 127) / 128 * 128;
+template <int kChunkRows>
+constexpr size_t kKdaSmemStride = (sizeof(KdaSmem<kChunkRows>) + 127) / 128 * 128;
 // A CTA with one kda stream stages its tasks' state rows in shared memory behind its KdaSmem (NVIDIA:
-// it fits beside the gemv pass's footprint; AMD's 64 KB does not hold it).
+// it fits beside the gemv pass's footprint; AMD's 64 KB does not hold a head's).
 #if MONOKDA_NVIDIA
-constexpr size_t kKdaOneTeamBytes = kKdaSmemStride + kStateStageBytes;
+constexpr bool kStageState = true;
 #else
-constexpr size_t kKdaOneTeamBytes = kKdaSmemStride;
+constexpr bool kStageState = false;
 #endif
-constexpr size_t kSmemBytes =
-    std::max(sizeof(AttnSmem), std::max(kGemvSmemBytes, std::max(kKdaTeams * kKdaSmemStride, kKdaOneTeamBytes)));
+template <int kChunkRows>
+constexpr size_t kKdaOneTeamBytes = kKdaSmemStride<kChunkRows> + (kStageState ? kStateStageBytes<kChunkRows> : 0);
+template <int kChunkRows>
+constexpr size_t kKdaBytes = std::max(kKdaTeams * kKdaSmemStride<kChunkRows>, kKdaOneTeamBytes<kChunkRows>);
+constexpr size_t kSmemBytes = std::max(std::max(sizeof(AttnSmem), kGemvSmemBytes),
+                                       std::max(kKdaBytes<k3::kChunkRowsSpec>, kKdaBytes<k3::kChunkRowsHead>));
 constexpr int kHeaderWords = int(sizeof(PlanHeader) / 4);
 #if MONOKDA_AMD
 constexpr size_t kSmemLimit = 65536;  // LDS a workgroup on gfx90a / gfx940
@@ -106,6 +111,7 @@ __device__ bool step_values_ok(const KdaArgs& a, const Ctl& c) {
 // *next: the first instruction not run (another role's, or end).
 __device__ __forceinline__ bool is_kda(int32_t op) { return op >= int32_t(Op::KDA_LOAD) && op <= int32_t(Op::KDA_NORM); }
 
+template <int kChunkRows>
 __device__ bool run_kda(const KdaArgs& a, Ctl& c, const Instr* ins, int first, int end, int list0,
                         unsigned char* smem, int* next) {
     const int teams =
@@ -118,8 +124,9 @@ __device__ bool run_kda(const KdaArgs& a, Ctl& c, const Instr* ins, int first, i
     const int tn = kThreads / teams, k0 = int(threadIdx.x) / tn;
     const Team team{int(threadIdx.x) % tn, tn, teams == 1 ? 0 : 1 + k0};
     Ctl& tc = teams == 1 ? c : team_ctl[k0];
-    KdaSmem& sm = *reinterpret_cast<KdaSmem*>(smem + k0 * kKdaSmemStride);
-    kda_team_start(sm, teams == 1 && kKdaOneTeamBytes > kKdaSmemStride ? reinterpret_cast<float*>(smem + kKdaSmemStride) : nullptr,
+    constexpr size_t stride = kKdaSmemStride<kChunkRows>;
+    KdaSmem<kChunkRows>& sm = *reinterpret_cast<KdaSmem<kChunkRows>*>(smem + k0 * stride);
+    kda_team_start(sm, teams == 1 && kKdaOneTeamBytes<kChunkRows> > stride ? reinterpret_cast<float*>(smem + stride) : nullptr,
                    team);
     // this team's j-th instruction: list order, or its tasks' instructions in turn
     auto index = [&](int j) { return teams == 1 ? first + j : first + 4 * (k0 + j / 4 * teams) + j % 4; };
@@ -180,7 +187,11 @@ __device__ bool run_instructions(const KdaArgs& a, Ctl& c, const WeightMap* wmap
         const Instr in = ins[i];
         if (is_kda(in.op)) {
             int next = end;
-            if (!run_kda(a, c, ins, i, end, cta_begin[blockIdx.x], smem, &next)) return false;
+            // the plan's task shape (PlanParams::k3_chunk_rows; the launcher admits these two)
+            const bool ok = h->kda_chunk_rows == k3::kChunkRowsSpec
+                                ? run_kda<k3::kChunkRowsSpec>(a, c, ins, i, end, cta_begin[blockIdx.x], smem, &next)
+                                : run_kda<k3::kChunkRowsHead>(a, c, ins, i, end, cta_begin[blockIdx.x], smem, &next);
+            if (!ok) return false;
             i = next - 1;
             continue;
         }
@@ -364,8 +375,8 @@ KdaLauncher::KdaLauncher(const Plan& plan, const LaunchOptions& opt) : impl_(new
     check_supported(cfg);
     const PlanParams& pp = plan.params();
     if (plan.n_attn() != k3::kAttn || pp.slice_width != k3::kSlice || pp.gemv_group_rows != k3::kGroupRows ||
-        pp.kda_chunk_rows != k3::kChunkRows)
-        bad_input("kda_pre kernel: the plan must use the k3 parameters (slice 128, group rows 16, chunk rows 128)");
+        (pp.kda_chunk_rows != k3::kChunkRowsSpec && pp.kda_chunk_rows != k3::kChunkRowsHead))
+        bad_input("kda_pre kernel: the plan must use the k3 parameters (slice 128, group rows 16, chunk rows 16 or 128)");
     if (plan.blocks() != dev.sms)
         bad_input("kda_pre kernel: the plan has " + ss(plan.blocks()) + " CTAs but " + dev.name + " has " +
                   ss(dev.sms) + " SMs/CUs (one CTA each)");

@@ -17,22 +17,37 @@
 
 namespace monokda::gpu {
 
+// A kda task's shape: kChunkRows state rows of a head, V / kChunkRows tasks a head, each convolving
+// K / chunks q and k channels (its share) and its own v rows.
+template <int kChunkRows>
+struct KdaShape {
+    static_assert(k3::V % kChunkRows == 0 && k3::K % (k3::V / kChunkRows) == 0, "chunks split V and K evenly");
+    static constexpr int kChunks = k3::V / kChunkRows, kShare = k3::K / kChunks;
+    static constexpr int kOwned = 2 * kShare + kChunkRows;  // q share, k share, v rows
+};
+#define MONOKDA_KDA_SHAPE                                       \
+    constexpr int kChunks = KdaShape<kChunkRows>::kChunks;      \
+    constexpr int kShare = KdaShape<kChunkRows>::kShare;        \
+    constexpr int kOwned = KdaShape<kChunkRows>::kOwned;        \
+    (void)kChunks, (void)kShare, (void)kOwned
+
+template <int kChunkRows>
 struct alignas(16) KdaSmem {  // the arrays read as 16-byte vectors start at 16-byte offsets
-    static constexpr int kOwned = 2 * k3::kShare + k3::kChunkRows;  // q share, k share, v rows
+    static constexpr int kChunks = KdaShape<kChunkRows>::kChunks, kOwned = KdaShape<kChunkRows>::kOwned;
     uint32_t fbw[k3::K][k3::F / 2];       // f_b_w rows h·K .. h·K+127 (bf16 pairs)
     float q[k3::kMaxL][k3::K], k[k3::kMaxL][k3::K];  // conv outputs of the head, then l2-normalised
     float fa[k3::kMaxL][k3::F];
     float decay[k3::kMaxL][k3::K];
-    float vrow[k3::kMaxL][k3::kChunkRows];
+    float vrow[k3::kMaxL][kChunkRows];
     float convw[kOwned][k3::W];
     float dtb[k3::K];
     float beta[k3::kMaxL];
     float norm[2 * k3::kMaxL];
-    float onrm[k3::kMaxL * k3::kChunks];
+    float onrm[k3::kMaxL * kChunks];
     float rr[k3::kMaxL];
     float onw[k3::V];                     // o_norm_w (the same for every task)
     uint16_t win[kOwned][k3::W - 1];      // conv_state entries a-1, a, a+1 (raw bf16)
-    uint16_t obits[k3::kMaxL][k3::kChunkRows];
+    uint16_t obits[k3::kMaxL][kChunkRows];
     int32_t idx[k3::kMaxL];
     int32_t slot0, accepted, init;
     int32_t head, chunk;                  // whose fbw, convw, dtb and A are loaded (-1: none yet)
@@ -41,10 +56,12 @@ struct alignas(16) KdaSmem {  // the arrays read as 16-byte vectors start at 16-
 };
 
 // Proj column (= conv channel) of owned channel i of task (h, c): the q share, the k share, the v rows.
+template <int kChunkRows>
 __device__ __forceinline__ int owned_channel(int i, int h, int c) {
-    if (i < k3::kShare) return h * k3::K + c * k3::kShare + i;
-    if (i < 2 * k3::kShare) return k3::E + h * k3::K + c * k3::kShare + (i - k3::kShare);
-    return 2 * k3::E + h * k3::V + c * k3::kChunkRows + (i - 2 * k3::kShare);
+    MONOKDA_KDA_SHAPE;
+    if (i < kShare) return h * k3::K + c * kShare + i;
+    if (i < 2 * kShare) return k3::E + h * k3::K + c * kShare + (i - kShare);
+    return 2 * k3::E + h * k3::V + c * kChunkRows + (i - 2 * kShare);
 }
 
 __device__ __forceinline__ int64_t conv_offset(const KdaArgs& a, int slot, int entry, int ch) {
@@ -57,21 +74,27 @@ __device__ __forceinline__ int64_t conv_offset(const KdaArgs& a, int slot, int e
 // The loops over those shares issue every load before the first use: a loop that stores each
 // value as it arrives makes one memory round trip an iteration.
 constexpr int kMinTeam = 128;
-constexpr int kOwnedPer = (2 * k3::kShare + k3::kChunkRows + kMinTeam - 1) / kMinTeam;
+template <int kChunkRows>
+constexpr int kOwnedPer = (KdaShape<kChunkRows>::kOwned + kMinTeam - 1) / kMinTeam;
 constexpr int kTokenColsPer = k3::kMaxL * k3::K / kMinTeam;
-constexpr int kOutPer = (k3::kMaxL * k3::kChunkRows + kMinTeam - 1) / kMinTeam;
+template <int kChunkRows>
+constexpr int kOutPer = (k3::kMaxL * kChunkRows + kMinTeam - 1) / kMinTeam;
 
-constexpr size_t kStateStageBytes = size_t(k3::kChunkRows) * k3::K * 4;  // a task's state rows
+template <int kChunkRows>
+constexpr size_t kStateStageBytes = size_t(kChunkRows) * k3::K * 4;  // a task's state rows
 
 // Before a team's first task: nothing of a head is held. stage: kStateStageBytes of shared memory
 // the team may fill with its tasks' state rows (KDA_LOAD copies them in, so KDA_REC reads them at
 // shared-memory latency), or null: KDA_LOAD brings them into L2 and KDA_REC reads them from there.
-__device__ __forceinline__ void kda_team_start(KdaSmem& sm, float* stage, Team team) {
+template <int kChunkRows>
+__device__ __forceinline__ void kda_team_start(KdaSmem<kChunkRows>& sm, float* stage, Team team) {
     if (team.tid == 0) sm.head = sm.chunk = -1, sm.stage = stage;
     team.sync();
 }
 
-__device__ void kda_load(const KdaArgs& a, KdaSmem& sm, int r, int h, int c, Team team) {
+template <int kChunkRows>
+__device__ void kda_load(const KdaArgs& a, KdaSmem<kChunkRows>& sm, int r, int h, int c, Team team) {
+    MONOKDA_KDA_SHAPE;
     const int L = a.L;
     // a CTA's tasks mostly share the head (the plan deals tasks round-robin over 132 CTAs, 11·12)
     const bool fresh = sm.head != h || sm.chunk != c;  // team-uniform: written below, after a barrier
@@ -84,18 +107,18 @@ __device__ void kda_load(const KdaArgs& a, KdaSmem& sm, int r, int h, int c, Tea
             const int k = it / (k3::F / 8), q = it % (k3::F / 8);
             copy16_async(&sm.fbw[k][q * 4], a.f_b_w + int64_t(h * k3::K + k) * k3::F + q * 8);
         }
-        float cw[kOwnedPer][k3::W];
+        float cw[kOwnedPer<kChunkRows>][k3::W];
 #pragma unroll
-        for (int j = 0; j < kOwnedPer; ++j) {
+        for (int j = 0; j < kOwnedPer<kChunkRows>; ++j) {
             const int i = team.tid + j * team.n;
             for (int w = 0; w < k3::W; ++w)
-                cw[j][w] = i < KdaSmem::kOwned ? a.conv_w[owned_channel(i, h, c) * k3::W + w] : 0.0f;
+                cw[j][w] = i < kOwned ? a.conv_w[owned_channel<kChunkRows>(i, h, c) * k3::W + w] : 0.0f;
         }
         const float db = team.tid < k3::K ? a.dt_bias[h * k3::K + team.tid] : 0.0f;
 #pragma unroll
-        for (int j = 0; j < kOwnedPer; ++j) {
+        for (int j = 0; j < kOwnedPer<kChunkRows>; ++j) {
             const int i = team.tid + j * team.n;
-            if (i < KdaSmem::kOwned)
+            if (i < kOwned)
                 for (int w = 0; w < k3::W; ++w) sm.convw[i][w] = cw[j][w];
         }
         if (team.tid < k3::K) sm.dtb[team.tid] = db;
@@ -109,27 +132,27 @@ __device__ void kda_load(const KdaArgs& a, KdaSmem& sm, int r, int h, int c, Tea
     }
     team.sync();
     const int slot0 = sm.slot0, init = sm.init, acc = sm.accepted;
-    uint16_t wv[kOwnedPer][k3::W - 1];
+    uint16_t wv[kOwnedPer<kChunkRows>][k3::W - 1];
 #pragma unroll
-    for (int j = 0; j < kOwnedPer; ++j) {
+    for (int j = 0; j < kOwnedPer<kChunkRows>; ++j) {
         const int i = team.tid + j * team.n;
         for (int e = 0; e < k3::W - 1; ++e)
-            wv[j][e] = slot0 > 0 && i < KdaSmem::kOwned
-                           ? a.conv_state[conv_offset(a, slot0, acc - 1 + e, owned_channel(i, h, c))].bits
+            wv[j][e] = slot0 > 0 && i < kOwned
+                           ? a.conv_state[conv_offset(a, slot0, acc - 1 + e, owned_channel<kChunkRows>(i, h, c))].bits
                            : 0;
     }
 #pragma unroll
-    for (int j = 0; j < kOwnedPer; ++j) {
+    for (int j = 0; j < kOwnedPer<kChunkRows>; ++j) {
         const int i = team.tid + j * team.n;
-        if (i < KdaSmem::kOwned)
+        if (i < kOwned)
             for (int e = 0; e < k3::W - 1; ++e) sm.win[i][e] = wv[j][e];
     }
     if (init > 0) {  // the state rows: into the stage, or into L2
-        const float* rows = a.ssm_state + int64_t(init) * a.ssm_ss + int64_t(h * k3::V + c * k3::kChunkRows) * k3::K;
+        const float* rows = a.ssm_state + int64_t(init) * a.ssm_ss + int64_t(h * k3::V + c * kChunkRows) * k3::K;
         if (sm.stage)
-            for (int q = team.tid; q < k3::kChunkRows * k3::K / 4; q += team.n) copy16_async(sm.stage + q * 4, rows + q * 4);
+            for (int q = team.tid; q < kChunkRows * k3::K / 4; q += team.n) copy16_async(sm.stage + q * 4, rows + q * 4);
         else
-            for (int line = team.tid; line < k3::kChunkRows * k3::K / 32; line += team.n) prefetch_l2(rows + line * 32);
+            for (int line = team.tid; line < kChunkRows * k3::K / 32; line += team.n) prefetch_l2(rows + line * 32);
     }
     async_commit();
     team.sync();
@@ -138,13 +161,14 @@ __device__ void kda_load(const KdaArgs& a, KdaSmem& sm, int r, int h, int c, Tea
 // The recurrence's rows a 16-lane group steps together (kda_rec), and their load: rows vb, vb + n16,
 // ... (zeros past the chunk or without an initial state), lane columns k0..k0+3 and 64+k0..64+k0+3.
 constexpr int kRowBatch = 2;
+template <int kChunkRows>
 __device__ __forceinline__ void load_state_rows(float (&out)[kRowBatch][8], const float* rows, int vb, int n16, int k0,
                                                 bool live) {
 #pragma unroll
     for (int b = 0; b < kRowBatch; ++b) {
         const int v = vb + b * n16;
         float4 x0 = make_float4(0.f, 0.f, 0.f, 0.f), x1 = x0;
-        if (live && v < k3::kChunkRows) {
+        if (live && v < kChunkRows) {
             const float* src = rows + int64_t(v) * k3::K;
             x0 = *reinterpret_cast<const float4*>(src + k0);
             x1 = *reinterpret_cast<const float4*>(src + k3::K / 2 + k0);
@@ -154,27 +178,29 @@ __device__ __forceinline__ void load_state_rows(float (&out)[kRowBatch][8], cons
     }
 }
 
-__device__ bool kda_conv(const KdaArgs& a, Ctl& c_, KdaSmem& sm, int r, int h, int c, Team team) {
+template <int kChunkRows>
+__device__ bool kda_conv(const KdaArgs& a, Ctl& c_, KdaSmem<kChunkRows>& sm, int r, int h, int c, Team team) {
+    MONOKDA_KDA_SHAPE;
     const int L = a.L;
-    static_assert(k3::kShare % k3::kGroupRows == 0 && k3::kChunkRows % k3::kGroupRows == 0,
+    static_assert(kShare % k3::kGroupRows == 0 && kChunkRows % k3::kGroupRows == 0,
                   "the owned channels are whole gemv groups");
-    if (!wait_proj(a, c_, KdaSmem::kOwned / k3::kGroupRows,
-                   [&](int i) { return owned_channel(i * k3::kGroupRows, h, c) / k3::kGroupRows; }, team))
+    if (!wait_proj(a, c_, kOwned / k3::kGroupRows,
+                   [&](int i) { return owned_channel<kChunkRows>(i * k3::kGroupRows, h, c) / k3::kGroupRows; }, team))
         return false;
     // a thread a channel: the inputs of all its channels loaded together, then the L outputs of each
-    uint16_t xin[kOwnedPer][k3::kMaxL];
+    uint16_t xin[kOwnedPer<kChunkRows>][k3::kMaxL];
 #pragma unroll
-    for (int j = 0; j < kOwnedPer; ++j) {
-        const int i = team.tid + j * team.n, ch = owned_channel(min(i, KdaSmem::kOwned - 1), h, c);
+    for (int j = 0; j < kOwnedPer<kChunkRows>; ++j) {
+        const int i = team.tid + j * team.n, ch = owned_channel<kChunkRows>(min(i, kOwned - 1), h, c);
 #pragma unroll
         for (int t = 0; t < k3::kMaxL; ++t)
-            xin[j][t] = t < L && i < KdaSmem::kOwned ? ld_cg_u16(a.proj + size_t(r * L + t) * k3::N + ch) : 0;
+            xin[j][t] = t < L && i < kOwned ? ld_cg_u16(a.proj + size_t(r * L + t) * k3::N + ch) : 0;
     }
 #pragma unroll
-    for (int j = 0; j < kOwnedPer; ++j) {
+    for (int j = 0; j < kOwnedPer<kChunkRows>; ++j) {
         const int i = team.tid + j * team.n;
-        if (i >= KdaSmem::kOwned) continue;
-        const int ch = owned_channel(i, h, c);
+        if (i >= kOwned) continue;
+        const int ch = owned_channel<kChunkRows>(i, h, c);
         float seq[k3::W - 1 + k3::kMaxL], w[k3::W];
 #pragma unroll
         for (int e = 0; e < k3::W - 1; ++e) seq[e] = bf(bf16::from_bits(sm.win[i][e]));
@@ -191,9 +217,9 @@ __device__ bool kda_conv(const KdaArgs& a, Ctl& c_, KdaSmem& sm, int r, int h, i
             const uint16_t out = rnd(acc / (1.0f + exp_f(-acc)));  // rounding #5 (SiLU)
             a.qkv[size_t(r * L + t) * k3::C + ch] = bf16::from_bits(out);
             const float o = bf(bf16::from_bits(out));
-            if (i < k3::kShare) sm.q[t][c * k3::kShare + i] = o;
-            else if (i < 2 * k3::kShare) sm.k[t][c * k3::kShare + i - k3::kShare] = o;
-            else sm.vrow[t][i - 2 * k3::kShare] = o;
+            if (i < kShare) sm.q[t][c * kShare + i] = o;
+            else if (i < 2 * kShare) sm.k[t][c * kShare + i - kShare] = o;
+            else sm.vrow[t][i - 2 * kShare] = o;
         }
         if (sm.slot0 > 0) {
             // new state: W-2 old entries from offset a (read by KDA_LOAD), then the step's raw inputs
@@ -205,17 +231,19 @@ __device__ bool kda_conv(const KdaArgs& a, Ctl& c_, KdaSmem& sm, int r, int h, i
             }
         }
     }
-    if constexpr (k3::kChunks > 1) publish_flag(a, c_, Mailbox::QK, (r * k3::H + h) * k3::kChunks + c, team);
+    if constexpr (kChunks > 1) publish_flag(a, c_, Mailbox::QK, (r * k3::H + h) * kChunks + c, team);
     else team.sync();  // q, k and v rows stay in the team's shared memory
     return true;
 }
 
-__device__ bool kda_rec(const KdaArgs& a, Ctl& c_, KdaSmem& sm, int r, int h, int c, Team team) {
+template <int kChunkRows>
+__device__ bool kda_rec(const KdaArgs& a, Ctl& c_, KdaSmem<kChunkRows>& sm, int r, int h, int c, Team team) {
+    MONOKDA_KDA_SHAPE;
     const int L = a.L;
-    if constexpr (k3::kChunks > 1) {
+    if constexpr (kChunks > 1) {
         if (!wait_flags(
-                a, c_, Mailbox::QK, k3::kChunks - 1,
-                [&](int i) { return (r * k3::H + h) * k3::kChunks + (i < c ? i : i + 1); }, team))
+                a, c_, Mailbox::QK, kChunks - 1,
+                [&](int i) { return (r * k3::H + h) * kChunks + (i < c ? i : i + 1); }, team))
             return false;
     }
     constexpr int kFaGroup = 4 * k3::E / k3::kGroupRows, kFaGroups = k3::F / k3::kGroupRows;
@@ -237,9 +265,9 @@ __device__ bool kda_rec(const KdaArgs& a, Ctl& c_, KdaSmem& sm, int r, int h, in
     const bool live = sm.init > 0;
     const float* st_rows = sm.stage ? sm.stage  // generic loads: the same code reads either
                                     : a.ssm_state + int64_t(live ? sm.init : 0) * a.ssm_ss +
-                                          int64_t(h * k3::V + c * k3::kChunkRows) * k3::K;
+                                          int64_t(h * k3::V + c * kChunkRows) * k3::K;
     float nxt[kRowBatch][8];  // [0..3]: columns k0.., [4..7]: columns k1..
-    if (!sm.stage) load_state_rows(nxt, st_rows, g16, n16, k0, live);  // (from the stage: after the copies are waited for, below)
+    if (!sm.stage) load_state_rows<kChunkRows>(nxt, st_rows, g16, n16, k0, live);  // (from the stage: after the copies are waited for, below)
 
     static_assert(k3::F == k3::K, "f_a and the head's q/k share the L·K item mapping");
     uint16_t fav[kTokenColsPer], qv[kTokenColsPer], kv[kTokenColsPer];
@@ -249,7 +277,7 @@ __device__ bool kda_rec(const KdaArgs& a, Ctl& c_, KdaSmem& sm, int r, int h, in
         const size_t row = size_t(r * L + min(t, L - 1));
         const bool in = t < L;
         fav[j] = in ? ld_cg_u16(a.proj + row * k3::N + 4 * k3::E + k) : 0;
-        if constexpr (k3::kChunks > 1) {
+        if constexpr (kChunks > 1) {
             qv[j] = in ? ld_cg_u16(a.qkv + row * k3::C + h * k3::K + k) : 0;
             kv[j] = in ? ld_cg_u16(a.qkv + row * k3::C + k3::E + h * k3::K + k) : 0;
         }
@@ -261,14 +289,14 @@ __device__ bool kda_rec(const KdaArgs& a, Ctl& c_, KdaSmem& sm, int r, int h, in
         const int it = team.tid + j * team.n, t = it / k3::K, k = it % k3::K;
         if (t >= L) continue;
         sm.fa[t][k] = bf(bf16::from_bits(fav[j]));
-        if constexpr (k3::kChunks > 1) {
+        if constexpr (kChunks > 1) {
             sm.q[t][k] = bf(bf16::from_bits(qv[j]));
             sm.k[t][k] = bf(bf16::from_bits(kv[j]));
         }
     }
     if (team.tid < L) sm.beta[team.tid] = sigmoid_f(bf(bf16::from_bits(betav)));
     team.sync();
-    if (sm.stage) load_state_rows(nxt, st_rows, g16, n16, k0, live);
+    if (sm.stage) load_state_rows<kChunkRows>(nxt, st_rows, g16, n16, k0, live);
 
     // 16 lanes reduce one sum; the team has n16 such groups. Every thread runs the same number of
     // rounds (the lanes of a warp shuffle together); sums past the end are computed and dropped.
@@ -315,7 +343,7 @@ __device__ bool kda_rec(const KdaArgs& a, Ctl& c_, KdaSmem& sm, int r, int h, in
     for (int it = team.tid; it < L * k3::K; it += team.n) {  // each thread rewrites its own entries
         const int t = it / k3::K, k = it % k3::K;
         const uint16_t g1 = rnd(sm.decay[t][k]);
-        if (a.export_handoffs && k / k3::kShare == c)
+        if (a.export_handoffs && k / kShare == c)
             a.g1[size_t(r * L + t) * k3::E + h * k3::K + k] = bf16::from_bits(g1);
         const float gate = a.lower_bound * sigmoid_f(sm.A * (bf(bf16::from_bits(g1)) + sm.dtb[k]));
         sm.decay[t][k] = exp_f(gate);
@@ -323,12 +351,12 @@ __device__ bool kda_rec(const KdaArgs& a, Ctl& c_, KdaSmem& sm, int r, int h, in
     team.sync();
 
 #pragma unroll 1
-    for (int vb = g16; vb < k3::kChunkRows; vb += n16 * kRowBatch) {
+    for (int vb = g16; vb < kChunkRows; vb += n16 * kRowBatch) {
         float st[kRowBatch][8];
 #pragma unroll
         for (int b = 0; b < kRowBatch; ++b)
             for (int i = 0; i < 8; ++i) st[b][i] = nxt[b][i];
-        if (vb + n16 * kRowBatch < k3::kChunkRows) load_state_rows(nxt, st_rows, vb + n16 * kRowBatch, n16, k0, live);
+        if (vb + n16 * kRowBatch < kChunkRows) load_state_rows<kChunkRows>(nxt, st_rows, vb + n16 * kRowBatch, n16, k0, live);
 #pragma unroll 1
         for (int t = 0; t < L; ++t) {
             uint16_t ob[kRowBatch] = {};  // +0: a request without an initial state outputs zeros
@@ -351,7 +379,7 @@ __device__ bool kda_rec(const KdaArgs& a, Ctl& c_, KdaSmem& sm, int r, int h, in
 #pragma unroll
                 for (int b = 0; b < kRowBatch; ++b) {
                     const float kS = part[2 * b] + part[2 * b + 1];
-                    const float u = (sm.vrow[t][min(vb + b * n16, k3::kChunkRows - 1)] - kS) * beta;
+                    const float u = (sm.vrow[t][min(vb + b * n16, kChunkRows - 1)] - kS) * beta;
                     float tm[8];
                     for (int i = 0; i < 8; ++i) st[b][i] = st[b][i] + u * kk[i];
                     for (int i = 0; i < 8; ++i) tm[i] = st[b][i] * qq[i];
@@ -363,11 +391,11 @@ __device__ bool kda_rec(const KdaArgs& a, Ctl& c_, KdaSmem& sm, int r, int h, in
                 for (int b = 0; b < kRowBatch; ++b) ob[b] = rnd(part[2 * b] + part[2 * b + 1]);  // rounding #6
                 const int slot = sm.idx[t];
                 if (slot > 0) {  // one state written per token
-                    float* dst = a.ssm_state + int64_t(slot) * a.ssm_ss + int64_t(h * k3::V + c * k3::kChunkRows) * k3::K;
+                    float* dst = a.ssm_state + int64_t(slot) * a.ssm_ss + int64_t(h * k3::V + c * kChunkRows) * k3::K;
 #pragma unroll
                     for (int b = 0; b < kRowBatch; ++b) {
                         const int v = vb + b * n16;
-                        if (v >= k3::kChunkRows) continue;
+                        if (v >= kChunkRows) continue;
                         float* row = dst + int64_t(v) * k3::K;
                         st_f4(row + k0, st[b][0], st[b][1], st[b][2], st[b][3]);
                         st_f4(row + k1, st[b][4], st[b][5], st[b][6], st[b][7]);
@@ -378,10 +406,10 @@ __device__ bool kda_rec(const KdaArgs& a, Ctl& c_, KdaSmem& sm, int r, int h, in
 #pragma unroll
                 for (int b = 0; b < kRowBatch; ++b) {
                     const int v = vb + b * n16;
-                    if (v >= k3::kChunkRows) continue;
+                    if (v >= kChunkRows) continue;
                     sm.obits[t][v] = ob[b];
                     if (a.export_handoffs)
-                        a.o[size_t(r * L + t) * k3::E + h * k3::V + c * k3::kChunkRows + v] = bf16::from_bits(ob[b]);
+                        a.o[size_t(r * L + t) * k3::E + h * k3::V + c * kChunkRows + v] = bf16::from_bits(ob[b]);
                 }
         }
     }
@@ -391,54 +419,58 @@ __device__ bool kda_rec(const KdaArgs& a, Ctl& c_, KdaSmem& sm, int r, int h, in
         float x = bf(bf16::from_bits(sm.obits[t][0]));
         float ss = x * x;
 #pragma unroll 16  // the loads run ahead of the one chain of adds
-        for (int i = 1; i < k3::kChunkRows; ++i) {
+        for (int i = 1; i < kChunkRows; ++i) {
             x = bf(bf16::from_bits(sm.obits[t][i]));
             ss = ss + x * x;
         }
-        if constexpr (k3::kChunks > 1) put_tagged(a, c_, Mailbox::ONRM, ((r * L + t) * k3::H + h) * k3::kChunks + c, 0, ss);
+        if constexpr (kChunks > 1) put_tagged(a, c_, Mailbox::ONRM, ((r * L + t) * k3::H + h) * kChunks + c, 0, ss);
         else sm.onrm[t] = ss;  // the whole sum: KDA_NORM reads it here
     }
     team.sync();
     return true;
 }
 
-__device__ bool kda_norm(const KdaArgs& a, Ctl& c_, KdaSmem& sm, int r, int h, int c, Team team) {
+template <int kChunkRows>
+__device__ bool kda_norm(const KdaArgs& a, Ctl& c_, KdaSmem<kChunkRows>& sm, int r, int h, int c, Team team) {
+    MONOKDA_KDA_SHAPE;
     const int L = a.L;
-    if constexpr (k3::kChunks > 1) {
+    if constexpr (kChunks > 1) {
         // ONRM[r·L + t][h][0..chunks-1] for every token, in one sweep (onrm[t·chunks + chunk])
-        if (!wait_tagged_at(a, c_, Mailbox::ONRM, L * k3::kChunks,
-                            [&](int w) { return ((r * L + w / k3::kChunks) * k3::H + h) * k3::kChunks + w % k3::kChunks; },
+        if (!wait_tagged_at(a, c_, Mailbox::ONRM, L * kChunks,
+                            [&](int w) { return ((r * L + w / kChunks) * k3::H + h) * kChunks + w % kChunks; },
                             sm.onrm, team))
             return false;
     }
-    if (!wait_proj(a, c_, k3::kChunkRows / k3::kGroupRows,
-                   [&](int i) { return (3 * k3::E + h * k3::V + c * k3::kChunkRows) / k3::kGroupRows + i; }, team))
+    if (!wait_proj(a, c_, kChunkRows / k3::kGroupRows,
+                   [&](int i) { return (3 * k3::E + h * k3::V + c * kChunkRows) / k3::kGroupRows + i; }, team))
         return false;
     if (team.tid < L) {
-        const float* p = sm.onrm + team.tid * k3::kChunks;
+        const float* p = sm.onrm + team.tid * kChunks;
         float ms = p[0];
-        for (int i = 1; i < k3::kChunks; ++i) ms = ms + p[i];
+        for (int i = 1; i < kChunks; ++i) ms = ms + p[i];
         sm.rr[team.tid] = 1.0f / sqrtf(ms / float(k3::V) + a.eps);
     }
     team.sync();
-    uint16_t g2v[kOutPer];
+    uint16_t g2v[kOutPer<kChunkRows>];
 #pragma unroll
-    for (int j = 0; j < kOutPer; ++j) {
-        const int it = team.tid + j * team.n, t = it / k3::kChunkRows, v = it % k3::kChunkRows;
-        g2v[j] = t < L ? ld_cg_u16(a.proj + size_t(r * L + t) * k3::N + 3 * k3::E + h * k3::V + c * k3::kChunkRows + v) : 0;
+    for (int j = 0; j < kOutPer<kChunkRows>; ++j) {
+        const int it = team.tid + j * team.n, t = it / kChunkRows, v = it % kChunkRows;
+        g2v[j] = t < L ? ld_cg_u16(a.proj + size_t(r * L + t) * k3::N + 3 * k3::E + h * k3::V + c * kChunkRows + v) : 0;
     }
 #pragma unroll
-    for (int j = 0; j < kOutPer; ++j) {
-        const int it = team.tid + j * team.n, t = it / k3::kChunkRows, v = it % k3::kChunkRows;
+    for (int j = 0; j < kOutPer<kChunkRows>; ++j) {
+        const int it = team.tid + j * team.n, t = it / kChunkRows, v = it % kChunkRows;
         if (t >= L) continue;
         const size_t row = size_t(r * L + t);
-        const int col = h * k3::V + c * k3::kChunkRows + v;
-        const float y = ((bf(bf16::from_bits(sm.obits[t][v])) * sm.rr[t]) * sm.onw[c * k3::kChunkRows + v]) *
+        const int col = h * k3::V + c * kChunkRows + v;
+        const float y = ((bf(bf16::from_bits(sm.obits[t][v])) * sm.rr[t]) * sm.onw[c * kChunkRows + v]) *
                         sigmoid_f(bf(bf16::from_bits(g2v[j])));
         a.core_out[row * k3::E + col] = bf16::from_bits(rnd(y));  // rounding #7
     }
     team.sync();
     return true;
 }
+
+#undef MONOKDA_KDA_SHAPE
 
 }  // namespace monokda::gpu
