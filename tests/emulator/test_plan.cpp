@@ -164,6 +164,27 @@ TEST_CASE("k3 preset: one kda task a head, nothing handed between a head's chunk
     CHECK(p.finishing_ctas(p.min_residency()) == 132);
 }
 
+TEST_CASE("k3's kda task shape follows the step: 16-row chunks while each has a CTA, else one task a head") {
+    Config c = k3();
+    auto rows = [&](int R, int L, int blocks) {
+        c.R = R, c.L = L;
+        return PlanParams::k3_chunk_rows(c, blocks);
+    };
+    CHECK(rows(1, 1, 132) == 16);   // 96 chunk tasks <= 132 CTAs
+    CHECK(rows(1, 8, 132) == 16);   // L does not change the task count
+    CHECK(rows(2, 4, 132) == 128);  // 192 > 132
+    CHECK(rows(64, 1, 132) == 128);
+    CHECK(rows(2, 1, 192) == 16);   // exactly one CTA each
+    CHECK(rows(2, 1, 191) == 128);
+    CHECK(rows(2, 4, 256) == 16);   // an MI355X-class part
+    c.R = 1, c.L = 4;
+    CHECK(PlanParams::defaults_for(c).kda_chunk_rows == 16);
+    CHECK(Plan::build(c, PlanParams::defaults_for(c)).n_chunks() == 8);
+    c.R = 2;
+    CHECK(PlanParams::defaults_for(c).kda_chunk_rows == 128);
+    CHECK(Plan::build(c, PlanParams::defaults_for(c)).n_chunks() == 1);
+}
+
 TEST_CASE("the plan's reduction order splits D-sums by slice and the output norm by chunk") {
     PlanParams pp = PlanParams::preset("k3");
     CHECK(Plan::build(k3(), pp).reduction_order().at(Site::onorm_sumsq).parts == 1);  // one chunk: sequential over V
