@@ -204,10 +204,14 @@ __device__ bool batch_steps(const KdaArgs& a, Ctl& c, const WeightMap* map, Gemv
     const int nx = min(kXAhead + 1, (GemvBatchSmem::kBufWords - nst * GemvBatchSmem::kStageWords) /
                                         (S * GemvBatchSmem::kXRowWords)),
               x_ahead = nx - 1, w_ahead = nst - 1;
-    // each of this warp's token tiles reads x row tok[u] (its lane's column of the tile)
+    // Fragments through ldmatrix. x: lane l gives row l % 8 of tile u's matrix (l / 8) % 2 (k words
+    // 0..3 or 4..7 of the k-step): token tile·8 + l % 8, the last token past S. Weights: lane l gives
+    // row R = ((l / 8) % 2)·8 + l % 8 of a group, 16-byte piece 2·st + l / 16 (swizzled by R % 8).
+    const int lr = lane % 8, lhalf = (lane / 8) % 2, lpiece = lane / 16, wrow = lhalf * 8 + lr;
     int tok[kTilesPerWarp];
 #pragma unroll
-    for (int u = 0; u < kTilesPerWarp; ++u) tok[u] = min((m.t0 + u * kTileWarps) * 8 + g, S - 1) * GemvBatchSmem::kXRowWords;
+    for (int u = 0; u < kTilesPerWarp; ++u)
+        tok[u] = min((m.t0 + u * kTileWarps) * 8 + lr, S - 1) * GemvBatchSmem::kXRowWords + lhalf * 4;
     float acc[kGroupsPerWarp][kTilesPerWarp][4];
 #pragma unroll
     for (int gi = 0; gi < kGroupsPerWarp; ++gi)
@@ -238,23 +242,20 @@ __device__ bool batch_steps(const KdaArgs& a, Ctl& c, const WeightMap* map, Gemv
         if (ch + w_ahead < kChunks) batch_issue_w(map, sm, groups, G, band, nst, ch + w_ahead);
         batch_issue_x(a, xring, S, nx, ch + x_ahead);
         // this warp's box (its k-quarter's 64 columns), rows of its groups
-        const uint32_t* w = sm.w(ch % nst) + (m.kw * kBandRows + m.g0 * k3::kGroupRows + g) * kBoxWords;
-        const uint32_t* xs = xring + (ch % nx) * S * GemvBatchSmem::kXRowWords + m.kw * (kChunkKSteps / kKQuarters) * 8 + cq;
+        const uint32_t* w = sm.w(ch % nst) + (m.kw * kBandRows + m.g0 * k3::kGroupRows + wrow) * kBoxWords;
+        const uint32_t* xs = xring + (ch % nx) * S * GemvBatchSmem::kXRowWords + m.kw * (kChunkKSteps / kKQuarters) * 8;
 #pragma unroll
         for (int st = 0; st < kChunkKSteps / kKQuarters; ++st) {  // k-step 4kw + st: box kw, its piece pair st
-            const int p0 = ((2 * st) ^ g) * 4 + cq, p1 = ((2 * st + 1) ^ g) * 4 + cq;  // swizzled (g = row % 8)
+            const int piece = ((2 * st + lpiece) ^ lr) * 4;  // this lane's weight row address (swizzled)
             uint32_t b[kTilesPerWarp][2];
 #pragma unroll
-            for (int u = 0; u < kTilesPerWarp; ++u) {
-                b[u][0] = xs[tok[u] + st * 8];
-                b[u][1] = xs[tok[u] + st * 8 + 4];
-            }
+            for (int u = 0; u < kTilesPerWarp; ++u) ldmatrix_x2(b[u], xs + tok[u] + st * 8);
 #pragma unroll
             for (int gi = 0; gi < kGroupsPerWarp; ++gi) {
-                const uint32_t* r = w + gi * k3::kGroupRows * kBoxWords;
-                const uint32_t a0 = r[p0], a1 = r[8 * kBoxWords + p0], a2 = r[p1], a3 = r[8 * kBoxWords + p1];
+                uint32_t a[4];  // a0..a3: rows g | g+8, k pieces 2st | 2st+1
+                ldmatrix_x4(a, w + gi * k3::kGroupRows * kBoxWords + piece);
 #pragma unroll
-                for (int u = 0; u < kTilesPerWarp; ++u) mma_bf16_16816(acc[gi][u], a0, a1, a2, a3, b[u][0], b[u][1]);
+                for (int u = 0; u < kTilesPerWarp; ++u) mma_bf16_16816(acc[gi][u], a[0], a[1], a[2], a[3], b[u][0], b[u][1]);
             }
         }
     }

@@ -193,6 +193,21 @@ __device__ __forceinline__ void bulk_tensor_2d(void* smem, const void* map, int 
         "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(smem_u32(bar))
         : "memory");
 }
+// Four (x4) or two (x2) 8×8 b16 matrices from shared memory, one 16-byte row address a lane (lanes
+// 8i..8i+7 give matrix i's rows); lane t receives row t / 4, elements 2(t % 4), 2(t % 4) + 1 of
+// each: the matrix unit's fragment layout.
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* row) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(smem_u32(row))
+                 : "memory");
+}
+__device__ __forceinline__ void ldmatrix_x2(uint32_t (&r)[2], const void* row) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];"
+                 : "=r"(r[0]), "=r"(r[1])
+                 : "r"(smem_u32(row))
+                 : "memory");
+}
 // The matrix unit, one m16n8k16 tile: d += a·b, bf16 in, f32 accumulate, warp-wide. With
 // g = lane / 4, c = lane % 4: a0..a3 = A (row g | g+8, k 2c | 2c+8), b0, b1 = B (k 2c | 2c+8,
 // column g), d = (row g | g+8, column 2c, 2c+1).
