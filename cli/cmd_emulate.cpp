@@ -144,7 +144,7 @@ int cmd_emulate(const Args& args) {
         if (r.run.outputs.empty()) {
             std::cout << "no outputs written: the run stopped before a step completed\n";
         } else {
-            TensorFile f = r.run.outputs.back().to_file(prep.inputs[0].cfg);
+            TensorFile f = r.run.outputs.back().to_file(prep.input.cfg);
             f.metadata["emulate_verdict"] = to_string(r.verdict);
             f.metadata["emulate_token"] = r.token;
             f.metadata["emulate_plan_order"] = r.plan.reduction_order().str();

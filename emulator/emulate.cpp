@@ -102,26 +102,52 @@ EmulateOptions apply_token(EmulateOptions o, const std::string& token) {
 
 int steps_for(const EmulateOptions& o) { return std::max(o.steps, o.fault == Fault::epoch_by_value ? 2 : 1); }
 
-StepInputs rotate_rows(const StepInputs& in, int k) {
-    StepInputs o = in;
+StepRows step_rows(const StepInputs& in, int k) {
+    StepRows r;
     const int S = in.cfg.S();
     const size_t D = size_t(in.cfg.D);
-    if (k % S == 0) return o;
+    if (k % S == 0) return r;
+    r.prefix.resize(in.prefix.size());
+    r.delta.resize(in.delta.size());
+    r.blocks.resize(in.blocks.size());
     for (int s = 0; s < S; ++s) {
         const int from = (s + k) % S;
-        std::copy_n(&in.prefix[size_t(from) * D], D, &o.prefix[size_t(s) * D]);
-        std::copy_n(&in.delta[size_t(from) * D], D, &o.delta[size_t(s) * D]);
-        std::copy_n(&in.blocks[size_t(from) * 8 * D], 8 * D, &o.blocks[size_t(s) * 8 * D]);
+        std::copy_n(&in.prefix[size_t(from) * D], D, &r.prefix[size_t(s) * D]);
+        std::copy_n(&in.delta[size_t(from) * D], D, &r.delta[size_t(s) * D]);
+        std::copy_n(&in.blocks[size_t(from) * 8 * D], 8 * D, &r.blocks[size_t(s) * 8 * D]);
     }
+    return r;
+}
+
+StepInputs rotate_rows(const StepInputs& in, int k) {
+    StepInputs o = in;
+    StepRows r = step_rows(in, k);
+    if (!r.prefix.empty()) o.prefix = std::move(r.prefix), o.delta = std::move(r.delta), o.blocks = std::move(r.blocks);
     return o;
 }
 
+// Step k's rows and its reference. The reference reads step 0's inputs with the step's rows
+// swapped in for its run and swapped back: no copy of the 100 MB a step.
 static void extend(Prepared& p, int steps) {
-    while (int(p.inputs.size()) < steps) {
-        const int k = int(p.inputs.size());
-        p.inputs.push_back(rotate_rows(p.inputs[0], k));
+    while (int(p.rows.size()) < steps) {
+        const int k = int(p.rows.size());
+        p.rows.push_back(step_rows(p.input, k));
+        StepRows& r = p.rows.back();
+        auto swap_in = [&] {
+            if (r.prefix.empty()) return;
+            std::swap(p.input.prefix, r.prefix);
+            std::swap(p.input.delta, r.delta);
+            std::swap(p.input.blocks, r.blocks);
+        };
         auto t0 = std::chrono::steady_clock::now();
-        p.refs.push_back(ref::run<float>(p.inputs.back(), p.plan.reduction_order()));
+        swap_in();
+        try {
+            p.refs.push_back(ref::run<float>(p.input, p.plan.reduction_order()));
+        } catch (...) {
+            swap_in();  // back
+            throw;
+        }
+        swap_in();
         p.seconds_reference += since(t0);
     }
 }
@@ -145,12 +171,9 @@ Prepared prepare(const EmulateOptions& o, int steps) {
     PlanParams pp = PlanParams::defaults_for(fixture_in.cfg);
     if (o.blocks > 0) pp.blocks = o.blocks;
     p.plan = Plan::build(fixture_in.cfg, pp);
-    p.inputs.push_back(std::move(fixture_in));  // 100 MB for k3: moved, not copied
-    t0 = std::chrono::steady_clock::now();
-    p.refs.push_back(ref::run<float>(p.inputs[0], p.plan.reduction_order()));
-    p.seconds_reference = since(t0);
-    extend(p, steps);
-    const StepInputs& in = p.inputs[0];  // taken after extend, which may reallocate p.inputs
+    p.input = std::move(fixture_in);  // 100 MB for k3: moved, not copied
+    extend(p, std::max(steps, 1));
+    const StepInputs& in = p.input;
     if (o.envelope_orders >= 0) {
         t0 = std::chrono::steady_clock::now();
         const std::string digest = inputs_digest(in);
@@ -283,15 +306,15 @@ EmulateResult emulate(Prepared& prep, const EmulateOptions& o) {
     if (o.fault == Fault::too_few_resident) res.resident = need - 1;
     mo.resident = res.resident;
     extend(prep, res.steps);
-    // the machine runs prep.inputs itself when it holds exactly these steps (no copy of 100 MB a step)
-    std::vector<StepInputs> fewer;
-    if (prep.inputs.size() != size_t(res.steps)) fewer.assign(prep.inputs.begin(), prep.inputs.begin() + res.steps);
-    const std::vector<StepInputs>& inputs = fewer.empty() ? prep.inputs : fewer;
+    // the steps' rows (a few MB); every step shares prep.input
+    std::vector<StepRows> fewer;
+    if (prep.rows.size() != size_t(res.steps)) fewer.assign(prep.rows.begin(), prep.rows.begin() + res.steps);
+    const std::vector<StepRows>& rows = fewer.empty() ? prep.rows : fewer;
     EmulateOptions tok = o;
     res.token = make_token(tok);
 
     auto t0 = std::chrono::steady_clock::now();
-    res.run = run_machine(res.plan, inputs, mo);
+    res.run = run_machine(res.plan, prep.input, rows, mo);
     res.seconds_run = since(t0);
     res.verdict = res.run.verdict;
     const Plan& plan = res.plan;
@@ -330,7 +353,7 @@ EmulateResult emulate(Prepared& prep, const EmulateOptions& o) {
         } else {  // a wrong result: its own distance (the oracle once more if the envelope spared it)
             std::unique_ptr<TensorFile> computed;
             const TensorFile* oracle = prep.oracle.get();
-            if (!oracle) oracle = (computed = std::make_unique<TensorFile>(ref::run<double>(prep.inputs[0], {}).to_file(cfg))).get();
+            if (!oracle) oracle = (computed = std::make_unique<TensorFile>(ref::run<double>(prep.input, {}).to_file(cfg))).get();
             checks = check_envelope(*prep.envelope, res.run.outputs[0].to_file(cfg), *oracle);
         }
         bool inside = true;

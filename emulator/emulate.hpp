@@ -48,7 +48,8 @@ EmulateOptions apply_token(EmulateOptions o, const std::string& token);
 struct Prepared {
     FixtureSpec fixture;
     Plan plan;                            // the clean plan
-    std::vector<StepInputs> inputs;       // per step (step k: step 0's rows rotated by k)
+    StepInputs input;                     // step 0's inputs, the weights and states every step reads
+    std::vector<StepRows> rows;           // per step: its prefix, delta and bank rows (step_rows; step 0: input's)
     std::vector<StepOutputs<float>> refs; // the reference in the plan's order, per step
     std::unique_ptr<TensorFile> oracle;   // step 0, f64 (null when a read or built-in envelope recorded the distance)
     std::unique_ptr<Envelope> envelope;   // null: no envelope check
@@ -73,11 +74,13 @@ struct EmulateResult {
     double seconds_run = 0;
 };
 
-// Steps beyond prep.inputs.size() are prepared on the way (prep is extended).
+// Steps beyond prep.rows.size() are prepared on the way (prep is extended).
 EmulateResult emulate(Prepared& prep, const EmulateOptions& o);
 
-// The inputs of step k of a multi-step run: step 0's prefix, delta and bank rows rotated by k rows,
-// so consecutive steps carry different values through the same mailboxes.
+// The rows of step k of a multi-step run: step 0's prefix, delta and bank rows rotated by k rows, so
+// consecutive steps carry different values through the same mailboxes (empty vectors when k is a
+// multiple of S: step 0's own). rotate_rows: the whole inputs of step k, for a check beside the run.
+StepRows step_rows(const StepInputs& in, int k);
 StepInputs rotate_rows(const StepInputs& in, int k);
 
 }  // namespace monokda::emu

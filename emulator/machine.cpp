@@ -124,8 +124,11 @@ public:
         need_split(Site::onorm_sumsq, plan_.n_chunks());
     }
 
-    void run_step(const StepInputs& in, int k, uint32_t launcher_epoch, uint32_t first_epoch) {
+    void run_step(const StepInputs& in, const StepRows& rows, int k, uint32_t launcher_epoch, uint32_t first_epoch) {
         in_ = &in;
+        prefix_ = rows.prefix.empty() ? &in.prefix : &rows.prefix;
+        delta_ = rows.delta.empty() ? &in.delta : &rows.delta;
+        blocks_ = rows.blocks.empty() ? &in.blocks : &rows.blocks;
         step_ = k;
         kernel_epoch_ = opt_.fault == Fault::epoch_by_value ? first_epoch : launcher_epoch;
         res_.epochs.push_back(launcher_epoch);
@@ -682,7 +685,7 @@ private:
         const size_t S = size_t(cfg_.S());
         out_ = StepOutputs<float>{};
         out_.prefix_out.assign(S * size_t(cfg_.D), bf16{});
-        out_.blocks = in.blocks;
+        out_.blocks = *blocks_;
         out_.core_out.assign(S * size_t(cfg_.E()), bf16{});
         out_.conv_state = in.conv_state;
         out_.ssm_state = in.ssm_state;
@@ -767,14 +770,13 @@ private:
 
     // A4 partials of one slice, for every row and source; P' of the slice (A1).
     void attn_part(int cta, int j) {
-        const StepInputs& in = *in_;
         Cta& c = ctas_[size_t(cta)];
         const int S = cfg_.S(), D = cfg_.D, nb = cfg_.nb, w = plan_.params().slice_width, d0 = j * w;
         c.pslice.assign(size_t(S) * size_t(w), 0.f);
         for (int s = 0; s < S; ++s) {
             const size_t row = size_t(s) * size_t(D);
             for (int d = d0; d < d0 + w; ++d) {
-                bf16 po = bf16::round(f(in.prefix[row + size_t(d)]) + f(in.delta[row + size_t(d)]));
+                bf16 po = bf16::round(f((*prefix_)[row + size_t(d)]) + f((*delta_)[row + size_t(d)]));
                 out_.prefix_out[row + size_t(d)] = po;
                 mark("prefix_out", row + size_t(d), cta);
                 if (cfg_.block_write) {
@@ -786,7 +788,7 @@ private:
             }
             for (int i = 0; i <= nb; ++i) {
                 auto v = [&](int d) {
-                    return i < nb ? f(in.blocks[(size_t(s) * 8 + size_t(i)) * size_t(D) + size_t(d)])
+                    return i < nb ? f((*blocks_)[(size_t(s) * 8 + size_t(i)) * size_t(D) + size_t(d)])
                                   : c.pslice[size_t(s) * size_t(w) + size_t(d - d0)];
                 };
                 float ss = v(d0) * v(d0), dot = v(d0) * wq_[size_t(d0)];
@@ -827,7 +829,6 @@ private:
 
     // A5 for one row of the slice, and its partial Σmixed² → MSQ[row][slice].
     void mix_row(int cta, int j, int row) {
-        const StepInputs& in = *in_;
         Cta& c = ctas_[size_t(cta)];
         const int nb = cfg_.nb, D = cfg_.D, w = plan_.params().slice_width, d0 = j * w;
         if (c.pslice.empty()) throw std::logic_error("emulator: ATTN_MIX before ATTN_PART on its CTA");
@@ -838,7 +839,7 @@ private:
         float* mixed = &c.mixed[size_t(row) * size_t(w)];
         for (int d = d0; d < d0 + w; ++d) {
             auto v = [&](int i) {
-                return i < nb ? f(in.blocks[(size_t(row) * 8 + size_t(i)) * size_t(D) + size_t(d)])
+                return i < nb ? f((*blocks_)[(size_t(row) * 8 + size_t(i)) * size_t(D) + size_t(d)])
                               : c.pslice[size_t(row) * size_t(w) + size_t(d - d0)];
             };
             mixed[d - d0] = ord_.reduce<float>(Site::mix, nb + 1, [&](int i) { return e[size_t(i)] * v(i); }) / den;
@@ -1114,6 +1115,7 @@ private:
     std::vector<f4> xlo_, xhi_;  // gemv_slice's x columns
     uint32_t kernel_epoch_ = 1;
     const StepInputs* in_ = nullptr;
+    const std::vector<bf16>*prefix_ = nullptr, *delta_ = nullptr, *blocks_ = nullptr;  // this launch's rows
     std::vector<float> wq_;
     StepOutputs<float> out_;
     std::vector<Provenance> prov_;
@@ -1121,14 +1123,23 @@ private:
 
 }  // namespace
 
-MachineResult run_machine(const Plan& plan, const std::vector<StepInputs>& inputs, const MachineOptions& opt) {
+MachineResult run_machine(const Plan& plan, const StepInputs& in, const MachineOptions& opt) {
+    return run_machine(plan, in, std::vector<StepRows>(1), opt);
+}
+
+MachineResult run_machine(const Plan& plan, const StepInputs& base, const std::vector<StepRows>& steps,
+                          const MachineOptions& opt) {
     MachineResult r;
-    if (inputs.empty()) bad_input("emulate: no step to run");
-    for (const auto& in : inputs)
-        if (in.cfg.D != plan.config().D || in.cfg.N != plan.config().N || in.cfg.S() != plan.config().S() ||
-            in.cfg.H != plan.config().H || in.cfg.K != plan.config().K || in.cfg.nb != plan.config().nb ||
-            in.cfg.L != plan.config().L)
-            bad_input("emulate: the inputs' config does not match the plan's");
+    if (steps.empty()) bad_input("emulate: no step to run");
+    const Config& c = base.cfg;
+    if (c.D != plan.config().D || c.N != plan.config().N || c.S() != plan.config().S() || c.H != plan.config().H ||
+        c.K != plan.config().K || c.nb != plan.config().nb || c.L != plan.config().L)
+        bad_input("emulate: the inputs' config does not match the plan's");
+    for (const StepRows& s : steps)
+        if ((!s.prefix.empty() && s.prefix.size() != base.prefix.size()) ||
+            (!s.delta.empty() && s.delta.size() != base.delta.size()) ||
+            (!s.blocks.empty() && s.blocks.size() != base.blocks.size()))
+            bad_input("emulate: a step's rows do not match the inputs' shapes");
     if (opt.schedule.kind == Schedule::delay && !opt.schedule.delay_role &&
         (opt.schedule.cta < 0 || opt.schedule.cta >= plan.blocks()))
         bad_input("--schedule delay:cta:" + std::to_string(opt.schedule.cta) + " names no CTA of the plan (0.." +
@@ -1137,8 +1148,8 @@ MachineResult run_machine(const Plan& plan, const std::vector<StepInputs>& input
     uint32_t e = opt.epoch_start == 0 ? 1 : opt.epoch_start;
     const uint32_t first = e;
     try {
-        for (size_t k = 0; k < inputs.size(); ++k) {
-            m.run_step(inputs[k], int(k), e, first);
+        for (size_t k = 0; k < steps.size(); ++k) {
+            m.run_step(base, steps[k], int(k), e, first);
             e = next_epoch(e);
         }
     } catch (const Stop&) {

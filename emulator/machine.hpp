@@ -86,8 +86,18 @@ struct MachineResult {
 // Index of an output name in provenance (same order as kOutputNames).
 int output_index(const std::string& name);
 
-// K = inputs.size() consecutive launches of the plan over one mailbox memory, never cleared.
-MachineResult run_machine(const Plan& plan, const std::vector<StepInputs>& inputs, const MachineOptions& opt);
+// What differs between the launches of a run: launch k reads `base` with its prefix, delta and bank
+// rows replaced by steps[k]'s (an empty vector: base's own), so K launches share one copy of the
+// weights and states (100 MB for k3) instead of holding K.
+struct StepRows {
+    std::vector<bf16> prefix, delta, blocks;
+};
+
+// K = steps.size() consecutive launches of the plan over one mailbox memory, never cleared.
+MachineResult run_machine(const Plan& plan, const StepInputs& base, const std::vector<StepRows>& steps,
+                          const MachineOptions& opt);
+// One launch of `in`.
+MachineResult run_machine(const Plan& plan, const StepInputs& in, const MachineOptions& opt);
 
 // One line per event: "[t=812] CTA 5 attn ATTN_X(slice 5): store XRDY[slice 5] tag 1 (release, visible t=900)".
 std::string format_event(const Plan& plan, const Event& e);

@@ -14,7 +14,7 @@ Target emulator_target() {
         if (in.cfg.seed % 2 == 1) plan = plan.with_kda_teams(2);
         emu::MachineOptions mo;
         mo.schedule.seed = in.cfg.seed;  // the schedule is part of the case: a fixture replays the same run
-        emu::MachineResult r = emu::run_machine(plan, {in}, mo);
+        emu::MachineResult r = emu::run_machine(plan, in, mo);
         if (r.verdict != emu::Verdict::PASS || r.outputs.empty())
             throw TargetFailure(std::string("emulator: ") + emu::to_string(r.verdict) + ": " + r.detail);
         return std::move(r.outputs[0]);

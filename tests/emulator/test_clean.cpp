@@ -12,7 +12,7 @@ using namespace monokda::emu::test;
 
 TEST_CASE("clean plan, small preset: every scheduler passes and matches the reference bit for bit") {
     Prepared& p = small_prepared();
-    const StepOutputs<float> expect = ref::run<float>(p.inputs[0], p.plan.reduction_order());
+    const StepOutputs<float> expect = ref::run<float>(p.input, p.plan.reduction_order());
     for (const char* s : {"random", "pct", "pct:1", "pct:6", "rr", "delay:attn", "delay:gemv", "delay:kda",
                           "delay:cta:0", "delay:cta:16", "delay:cta:23"}) {
         for (uint64_t seed : {1ull, 2ull, 77ull}) {
@@ -42,7 +42,7 @@ TEST_CASE("the comparison can fail: the plan's order is not the sequential refer
     auto split = ref::run<float>(in, plan.reduction_order());
     auto seq = ref::run<float>(in, {});
     CHECK(first_different(split, seq) != "");
-    MachineResult r = run_machine(plan, {in}, MachineOptions{});
+    MachineResult r = run_machine(plan, in, MachineOptions{});
     REQUIRE(r.verdict == Verdict::PASS);
     CHECK(first_different(r.outputs[0], split) == "");
     CHECK(first_different(r.outputs[0], seq) != "");
@@ -64,7 +64,7 @@ TEST_CASE("several steps over one mailbox memory, across the epoch counter's wra
         CHECK(r.run.epochs[2] == 1u);  // 0 is skipped: it is the tag of memory never written
         CHECK(r.run.epochs[3] == 2u);
         for (int k = 0; k < 4; ++k) {
-            StepInputs in = rotate_rows(p.inputs[0], k);
+            StepInputs in = rotate_rows(p.input, k);
             CHECK(first_different(r.run.outputs[size_t(k)], ref::run<float>(in, p.plan.reduction_order())) == "");
         }
         // consecutive steps carry different values, so a stale read would show in the results too
@@ -97,7 +97,7 @@ TEST_CASE("other CTA counts and fixture shapes") {
             MachineOptions mo;
             mo.schedule.kind = seed % 2 ? Schedule::random : Schedule::pct;
             mo.schedule.seed = seed;
-            MachineResult r = run_machine(plan, {in}, mo);
+            MachineResult r = run_machine(plan, in, mo);
             INFO(k.what, ": ", r.detail);
             REQUIRE(r.verdict == Verdict::PASS);
             CHECK(first_different(r.outputs[0], expect) == "");

@@ -21,8 +21,8 @@ const TensorFile& small_oracle();
 const Envelope& small_envelope() {
     static Envelope e = [] {
         Prepared& p = small_prepared();
-        Envelope env = build_envelope(p.inputs[0], default_envelope_orders(12));
-        const TensorFile ref = p.refs[0].to_file(p.inputs[0].cfg);
+        Envelope env = build_envelope(p.input, default_envelope_orders(12));
+        const TensorFile ref = p.refs[0].to_file(p.input.cfg);
         env.plan_order = p.plan.reduction_order().str();
         env.plan_order_reference_digest = file_digest(ref);
         env.plan_order_distance = envelope_distances(env, ref, small_oracle());
@@ -31,7 +31,7 @@ const Envelope& small_envelope() {
     return e;
 }
 const TensorFile& small_oracle() {
-    static TensorFile f = ref::run<double>(small_prepared().inputs[0], {}).to_file(small_prepared().inputs[0].cfg);
+    static TensorFile f = ref::run<double>(small_prepared().input, {}).to_file(small_prepared().input.cfg);
     return f;
 }
 
@@ -49,7 +49,7 @@ TEST_CASE("every order's own distance lies inside, and so does the plan's order"
         }
     }
     Prepared& p = small_prepared();
-    for (const auto& c : check_envelope(env, p.refs[0].to_file(p.inputs[0].cfg), small_oracle())) {
+    for (const auto& c : check_envelope(env, p.refs[0].to_file(p.input.cfg), small_oracle())) {
         INFO(c.name, ": ", c.why);
         CHECK(c.inside);
     }
@@ -61,7 +61,7 @@ TEST_CASE("the check fires on outputs moved beyond the envelope, and only on tho
     // a planted error in core_out: a quarter of the elements off by 8 bf16 ulps
     for (size_t i = 0; i < moved.core_out.size(); i += 4)
         moved.core_out[i] = bf16::from_bits(uint16_t(moved.core_out[i].bits + 8));
-    auto checks = check_envelope(small_envelope(), moved.to_file(p.inputs[0].cfg), small_oracle());
+    auto checks = check_envelope(small_envelope(), moved.to_file(p.input.cfg), small_oracle());
     for (const auto& c : checks) {
         INFO(c.name, ": ", c.why);
         CHECK(c.inside == (c.name != "core_out"));
@@ -69,7 +69,7 @@ TEST_CASE("the check fires on outputs moved beyond the envelope, and only on tho
     // a state off by a relative 1e-3 in one slot
     StepOutputs<float> st = p.refs[0];
     for (size_t i = 0; i < st.ssm_state.size(); i += 3) st.ssm_state[i] *= 1.001f;
-    for (const auto& c : check_envelope(small_envelope(), st.to_file(p.inputs[0].cfg), small_oracle()))
+    for (const auto& c : check_envelope(small_envelope(), st.to_file(p.input.cfg), small_oracle()))
         CHECK(c.inside == (c.name != "ssm_state"));
 }
 
@@ -79,7 +79,7 @@ TEST_CASE("saved and read back unchanged; bad files are bad input") {
     write_envelope(path, env);
     Envelope back = read_envelope(path);
     CHECK(back.fixture_digest == env.fixture_digest);
-    CHECK(back.fixture_digest == inputs_digest(small_prepared().inputs[0]));
+    CHECK(back.fixture_digest == inputs_digest(small_prepared().input));
     CHECK(back.orders == env.orders);
     CHECK(back.rel_margin == env.rel_margin);
     CHECK(back.plan_order == env.plan_order);

@@ -179,7 +179,7 @@ TEST_CASE("a poll behind another task's weight loads: POLL_BEHIND_LOADS with the
     for (uint64_t seed : {1ull, 2ull, 3ull}) {
         MachineOptions mo;
         mo.schedule.seed = seed;
-        MachineResult r = run_machine(faulty, {p.inputs[0]}, mo);
+        MachineResult r = run_machine(faulty, p.input, mo);
         INFO(r.detail);
         CHECK(r.verdict == Verdict::PASS);
         CHECK(first_different(r.outputs[0], p.refs[0]) == "");

@@ -26,15 +26,15 @@ TEST_CASE("k3 default run") {
     Prepared p = prepare(o, 1);
     REQUIRE(p.plan.blocks() == 132);
     // the parallel fixture generator gives the sequential generator's values (digest from 762017c)
-    CHECK(inputs_digest(p.inputs[0]) == "1afb6e48ccfe0b5b");
+    CHECK(inputs_digest(p.input) == "1afb6e48ccfe0b5b");
     CHECK(p.envelope_source == "built in");
     EmulateResult r = emulate(p, o);
     INFO(r.report);
     REQUIRE(r.verdict == Verdict::PASS);
-    const StepOutputs<float> expect = ref::run<float>(p.inputs[0], p.plan.reduction_order());
+    const StepOutputs<float> expect = ref::run<float>(p.input, p.plan.reduction_order());
     CHECK(first_different(r.run.outputs[0], expect) == "");
     // the split decomposition is visible: the sequential reference differs
-    CHECK(first_different(r.run.outputs[0], ref::run<float>(p.inputs[0], {})) != "");
+    CHECK(first_different(r.run.outputs[0], ref::run<float>(p.input, {})) != "");
     CHECK(contains(r.report, "every output inside"));
 
     o.fault = Fault::missing_xrdy;

@@ -18,7 +18,7 @@ TEST_CASE("sibling kda chunks queued behind each other's siblings: DEADLOCK with
     for (uint64_t seed : {1ull, 2ull, 3ull}) {
         MachineOptions mo;
         mo.schedule.seed = seed;
-        MachineResult r = run_machine(q, {p.inputs[0]}, mo);
+        MachineResult r = run_machine(q, p.input, mo);
         INFO(r.detail);
         CHECK(r.verdict == Verdict::DEADLOCK);
         CHECK(contains(r.detail, "the wait closes a cycle"));
@@ -32,9 +32,9 @@ TEST_CASE("no progress within the step budget: LIVELOCK") {
     MachineOptions mo;
     mo.watchdog_steps = 5;  // far below what one wait of the clean plan takes under PCT
     mo.schedule = Schedule::parse("pct");
-    MachineResult r = run_machine(p.plan, {p.inputs[0]}, mo);
+    MachineResult r = run_machine(p.plan, p.input, mo);
     CHECK(r.verdict == Verdict::LIVELOCK);
     CHECK(contains(r.detail, "no CTA completed a wait or an instruction in 5 scheduler steps"));
     mo.watchdog_steps = 2000000;
-    CHECK(run_machine(p.plan, {p.inputs[0]}, mo).verdict == Verdict::PASS);
+    CHECK(run_machine(p.plan, p.input, mo).verdict == Verdict::PASS);
 }
