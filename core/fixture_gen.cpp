@@ -60,7 +60,7 @@ StepInputs make_fixture(Config cfg, const FixtureOptions& opt) {
     // distinct live slots 1..slots-1, shuffled; null requests get "none" (-1 or 0) everywhere
     std::vector<int32_t> pool(size_t(c.slots - 1));
     std::iota(pool.begin(), pool.end(), 1);
-    for (size_t i = pool.size(); i > 1; --i) std::swap(pool[i - 1], pool[rng.below(i)]);
+    rng.shuffle(pool);
     std::vector<int> null_req(size_t(c.R), 0);
     for (int k = 0; k < opt.null_requests; ++k) {
         int r;

@@ -2,7 +2,9 @@
 // library, so a seed names the same fixture everywhere.
 #pragma once
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
+#include <utility>
 
 namespace monokda {
 
@@ -20,6 +22,12 @@ struct Rng {
     double uniform() { return double(next() >> 11) * (1.0 / 9007199254740992.0); }  // [0, 1)
     double uniform(double lo, double hi) { return lo + (hi - lo) * uniform(); }
     uint64_t below(uint64_t n) { return n ? next() % n : 0; }
+    // Fisher–Yates, last element first: the one shuffle every seeded permutation here uses, so a
+    // seed keeps naming the same fixture slots, reduction orders and schedules.
+    template <class Vec>
+    void shuffle(Vec& v) {
+        for (size_t i = v.size(); i > 1; --i) std::swap(v[i - 1], v[size_t(below(i))]);
+    }
     double normal() {
         double u1 = uniform(), u2 = uniform();
         return normal_of(u1, u2);

@@ -76,7 +76,7 @@ struct PctScheduler : RandomScheduler {
     PctScheduler(uint64_t seed, int b, int depth, int64_t est) : RandomScheduler(seed, b), prio(size_t(b)) {
         std::vector<int64_t> p(static_cast<size_t>(b));
         for (int i = 0; i < b; ++i) p[size_t(i)] = depth + i;  // initial priorities above every change level
-        for (size_t i = p.size(); i > 1; --i) std::swap(p[i - 1], p[size_t(rng.below(i))]);
+        rng.shuffle(p);
         prio = p;
         for (int i = 0; i < depth - 1; ++i) change_at.push_back(int64_t(rng.below(uint64_t(std::max<int64_t>(1, est)))));
         std::sort(change_at.begin(), change_at.end());

@@ -17,7 +17,7 @@ namespace {
 std::vector<int> shuffled(int n, Rng& rng) {
     std::vector<int> p(static_cast<size_t>(n));
     std::iota(p.begin(), p.end(), 0);
-    for (size_t i = p.size(); i > 1; --i) std::swap(p[i - 1], p[rng.below(i)]);
+    rng.shuffle(p);
     return p;
 }
 
@@ -148,7 +148,7 @@ Verdict prop_null_requests(const Target& tg, const StepInputs& in, const StepOut
         if (!slots_of(in, r).empty()) live.push_back(r);
     if (live.empty()) return skip(name, "every request is already null");
     Rng rng(seed);
-    for (size_t i = live.size(); i > 1; --i) std::swap(live[i - 1], live[rng.below(i)]);
+    rng.shuffle(live);
     const size_t n = 1 + rng.below((live.size() + 1) / 2);
     std::set<int> nulled(live.begin(), live.begin() + long(n));
     std::set<int32_t> freed;

@@ -84,7 +84,7 @@ const std::vector<int>& ReductionOrder::permutation(Site site, uint64_t seed, in
         slot = std::make_unique<std::vector<int>>(size_t(n));
         std::iota(slot->begin(), slot->end(), 0);
         Rng rng(seed ^ (uint64_t(int(site) + 1) * 0x51afd7ed558ccd1dull) ^ uint64_t(n));
-        for (size_t i = size_t(n); i > 1; --i) std::swap((*slot)[i - 1], (*slot)[rng.below(i)]);
+        rng.shuffle(*slot);
     }
     return *slot;
 }
