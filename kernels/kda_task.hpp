@@ -1,16 +1,17 @@
-// Role kda (SPEC §3 C–F): one task = request r, head h, chunk c of kChunkRows state rows (k3: the
-// whole head, one chunk), run as four instructions on one team. KDA_LOAD issues everything that
+// Role kda (SPEC §3 C–F): one task = request r, head h, chunk c of kChunkRows state rows (the plan's
+// kda_chunk_rows: SPEC §4's 16 while every chunk task has a CTA of its own, else the whole head;
+// PlanParams::k3_chunk_rows), run as four instructions on one team. KDA_LOAD issues everything that
 // needs no hand-off (indices, conv window; the head's f_b rows, conv taps and dt_bias unless the
-// team holds them already; the state rows fetched into L2); KDA_CONV convolves the task's q and k
-// share and its v rows (waits PROJ); KDA_REC does f_b + gate, l2norm and the recurrence on its rows
-// with the state in registers, writing a state a token; KDA_NORM writes core_out. Shared memory
-// persists through the four. With more than one chunk a head (the plan's kda_chunk_rows; the
-// emulator's small preset) the head's q/k come from the sibling chunks through QK and Σō² is
-// combined through ONRM; with one chunk (k3) both stay in the team, the flags nobody waits for are
-// not published and nothing crosses CTAs after PROJ.
+// team holds them already; the state rows, copied into the team's stage or fetched into L2);
+// KDA_CONV convolves the task's q and k share and its v rows (waits PROJ); KDA_REC does f_b + gate,
+// l2norm and the recurrence on its rows, two rows a step in registers, writing a state a token;
+// KDA_NORM writes core_out. Shared memory persists through the four. With more than one chunk a
+// head the head's q/k come from the sibling chunks through QK and Σō² is combined through ONRM;
+// with one chunk both stay in the team, the flags nobody waits for are not published and nothing
+// crosses CTAs after PROJ.
 // Orders (Plan::reduction_order()): l2 norms, f_b and the two recurrence sums are pairwise over
-// 128 terms (16 lanes × 8, pairwise8 + pairwise_16_lanes); Σō² is split into the chunks, each
-// sequential over its rows, added in chunk order.
+// 128 terms (16 lanes; pairwise8 / the two 4-term halves + pairwise_16_lanes); Σō² is split into
+// the chunks, each sequential over its rows, added in chunk order.
 #pragma once
 #include "kernels/kda_mailbox.hpp"
 #include "kernels/kda_numerics.hpp"
