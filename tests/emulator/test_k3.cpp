@@ -70,3 +70,23 @@ TEST_CASE("the built-in k3 envelope is what measuring it again gives") {
         same_diff(fresh.plan_order_distance[k], built->plan_order_distance[k]);
     }
 }
+
+TEST_CASE("k3 with one request: SPEC §4's 16-row chunks, their QK and ONRM hand-offs, bit for bit") {
+    EmulateOptions o;
+    o.fixture.R = 1, o.fixture.L = 2;
+    o.envelope_orders = -1;  // the envelope is the default run's business; this checks the plan's shape
+    Prepared p = prepare(o, 1);
+    REQUIRE(p.plan.n_chunks() == 8);  // PlanParams::k3_chunk_rows: 96 chunk tasks fit 132 CTAs
+    bool sibling_wait = false;
+    for (int cta = 0; cta < p.plan.blocks(); ++cta)
+        for (int i = 0; i < int(p.plan.instrs(cta).size()); ++i)
+            for (const Plan::Wait& w : p.plan.waits(cta, i)) sibling_wait |= w.entry.box == Mailbox::QK || w.entry.box == Mailbox::ONRM;
+    CHECK(sibling_wait);
+    for (const char* s : {"random", "pct"}) {
+        o.schedule = Schedule::parse(s);
+        EmulateResult r = emulate(p, o);
+        INFO(r.report);
+        REQUIRE(r.verdict == Verdict::PASS);
+        CHECK(first_different(r.run.outputs[0], ref::run<float>(p.input, p.plan.reduction_order())) == "");
+    }
+}
