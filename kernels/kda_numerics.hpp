@@ -20,21 +20,17 @@ __device__ __noinline__ float exp_f(float x) { return float(exp(double(x))); }
 __device__ __forceinline__ float sigmoid_f(float z) { return 1.0f / (1.0f + exp_f(-z)); }
 
 // Pairwise sum (ReductionOrder "pairwise") of 128 terms held 8 a lane by 16 consecutive lanes,
-// lane l holding terms 8l..8l+7: the in-lane tree and then the butterfly over lanes 1, 2, 4, 8
-// build exactly pair_sum(0, 128). Every lane of the 16 gets the same bits (addition commutes).
-// All lanes of the wave must call it.
+// lane l holding terms 8l..8l+7: the in-lane tree (pairwise8) and then the butterfly over lanes 1,
+// 2, 4, 8 build exactly pair_sum(0, 128). With lane l holding 4l..4l+3 and 64+4l..64+4l+3 instead
+// (the recurrence's state layout), the two halves' pairwise4 trees each through the butterfly are
+// pair_sum(0, 64) and pair_sum(64, 128), and their sum is again exactly pair_sum(0, 128). Every
+// lane of the 16 gets the same bits (addition commutes). All lanes of the wave must call it.
+__device__ __forceinline__ float pairwise4(float a, float b, float c, float d) { return (a + b) + (c + d); }
 __device__ __forceinline__ float pairwise8(const float (&t)[8]) {
-    return ((t[0] + t[1]) + (t[2] + t[3])) + ((t[4] + t[5]) + (t[6] + t[7]));
+    return pairwise4(t[0], t[1], t[2], t[3]) + pairwise4(t[4], t[5], t[6], t[7]);
 }
-__device__ __forceinline__ float pairwise_16_lanes(float part) {
-    part = part + __shfl_xor(part, 1);
-    part = part + __shfl_xor(part, 2);
-    part = part + __shfl_xor(part, 4);
-    part = part + __shfl_xor(part, 8);
-    return part;
-}
-// N such sums at once, each exactly pairwise_16_lanes: the N butterflies are independent, so their
-// shuffles issue back to back instead of waiting out one another's latency.
+// N such butterflies at once, each the one below: they are independent, so their shuffles issue
+// back to back instead of waiting out one another's latency.
 template <int N>
 __device__ __forceinline__ void pairwise_16_lanes(float (&part)[N]) {
 #pragma unroll
@@ -45,6 +41,11 @@ __device__ __forceinline__ void pairwise_16_lanes(float (&part)[N]) {
 #pragma unroll
         for (int b = 0; b < N; ++b) part[b] = part[b] + other[b];
     }
+}
+__device__ __forceinline__ float pairwise_16_lanes(float part) {
+    float p[1] = {part};
+    pairwise_16_lanes(p);
+    return p[0];
 }
 
 }  // namespace monokda::gpu

@@ -103,11 +103,13 @@ __device__ bool step_values_ok(const KdaArgs& a, const Ctl& c) {
 //   emulator's Plan::with_kda_teams models), as the plan deals them: task k runs on team k % kKdaTeams;
 // - otherwise the whole CTA runs them one by one in list order.
 // Within a team the order is the list's, and the next task's KDA_LOAD (no waits, produces nothing)
-// runs ahead of this task's KDA_NORM, so its loads overlap the wait for the sibling chunks' ONRM
-// partials (KDA_NORM reads none of what KDA_LOAD writes). A team's stream is a subsequence of the
-// CTA's list, so every wait the plan lets finish in list order still finishes (the emulator checks
-// the list order). Each kda body has one call site here (two for KDA_LOAD): a second, inlined copy
-// of the bodies made S = 1 ~8 µs slower even where it never ran (measured, docs/results).
+// runs ahead of this task's KDA_NORM, so its loads overlap NORM's waits (KDA_NORM reads none of what
+// KDA_LOAD writes). A team's stream is a subsequence of the CTA's list, so every wait the plan lets
+// finish in list order still finishes (the emulator checks the list order). Instantiated once per
+// task shape (kChunkRows: the plan's, dispatched below); in each, every kda body has one call site
+// (two for KDA_LOAD): a second, inlined copy of the bodies made S = 1 ~8 µs slower even where it
+// never ran (measured, docs/results), and the kernel's instruction fetch is what limits its
+// once-run code (docs/kernel.md, "kda tasks").
 // *next: the first instruction not run (another role's, or end).
 __device__ __forceinline__ bool is_kda(int32_t op) { return op >= int32_t(Op::KDA_LOAD) && op <= int32_t(Op::KDA_NORM); }
 
@@ -126,8 +128,7 @@ __device__ bool run_kda(const KdaArgs& a, Ctl& c, const Instr* ins, int first, i
     Ctl& tc = teams == 1 ? c : team_ctl[k0];
     constexpr size_t stride = kKdaSmemStride<kChunkRows>;
     KdaSmem<kChunkRows>& sm = *reinterpret_cast<KdaSmem<kChunkRows>*>(smem + k0 * stride);
-    kda_team_start(sm, teams == 1 && kKdaOneTeamBytes<kChunkRows> > stride ? reinterpret_cast<float*>(smem + stride) : nullptr,
-                   team);
+    kda_team_start(sm, teams == 1 && kStageState ? reinterpret_cast<float*>(smem + stride) : nullptr, team);
     // this team's j-th instruction: list order, or its tasks' instructions in turn
     auto index = [&](int j) { return teams == 1 ? first + j : first + 4 * (k0 + j / 4 * teams) + j % 4; };
     int count = 0;

@@ -372,8 +372,8 @@ __device__ bool kda_rec(const KdaArgs& a, Ctl& c_, KdaSmem<kChunkRows>& sm, int 
                     float tm[8];
                     for (int i = 0; i < 8; ++i) st[b][i] = st[b][i] * dk[i];
                     for (int i = 0; i < 8; ++i) tm[i] = st[b][i] * kk[i];
-                    part[2 * b] = (tm[0] + tm[1]) + (tm[2] + tm[3]);
-                    part[2 * b + 1] = (tm[4] + tm[5]) + (tm[6] + tm[7]);
+                    part[2 * b] = pairwise4(tm[0], tm[1], tm[2], tm[3]);
+                    part[2 * b + 1] = pairwise4(tm[4], tm[5], tm[6], tm[7]);
                 }
                 pairwise_16_lanes(part);
                 const float beta = sm.beta[t];
@@ -384,8 +384,8 @@ __device__ bool kda_rec(const KdaArgs& a, Ctl& c_, KdaSmem<kChunkRows>& sm, int 
                     float tm[8];
                     for (int i = 0; i < 8; ++i) st[b][i] = st[b][i] + u * kk[i];
                     for (int i = 0; i < 8; ++i) tm[i] = st[b][i] * qq[i];
-                    part[2 * b] = (tm[0] + tm[1]) + (tm[2] + tm[3]);
-                    part[2 * b + 1] = (tm[4] + tm[5]) + (tm[6] + tm[7]);
+                    part[2 * b] = pairwise4(tm[0], tm[1], tm[2], tm[3]);
+                    part[2 * b + 1] = pairwise4(tm[4], tm[5], tm[6], tm[7]);
                 }
                 pairwise_16_lanes(part);
 #pragma unroll
