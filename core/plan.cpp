@@ -15,16 +15,19 @@ PlanParams PlanParams::preset(const std::string& name) {
 }
 
 int PlanParams::k3_chunk_rows(const Config& cfg, int blocks) {
-    constexpr int kSpecRows = 16;
-    return cfg.V % kSpecRows == 0 && int64_t(cfg.R) * cfg.H * (cfg.V / kSpecRows) <= blocks ? kSpecRows : cfg.V;
+    constexpr int r = kSpecChunkRows;
+    return cfg.V % r == 0 && int64_t(cfg.R) * cfg.H * (cfg.V / r) <= blocks ? r : cfg.V;
+}
+
+PlanParams PlanParams::k3_for(const Config& cfg, int blocks) {
+    PlanParams p = preset("k3");
+    p.blocks = blocks;
+    p.kda_chunk_rows = k3_chunk_rows(cfg, blocks);
+    return p;
 }
 
 PlanParams PlanParams::defaults_for(const Config& cfg) {
-    if (cfg.D == 7168) {
-        PlanParams p = preset("k3");
-        p.kda_chunk_rows = k3_chunk_rows(cfg, p.blocks);
-        return p;
-    }
+    if (cfg.D == 7168) return k3_for(cfg, preset("k3").blocks);
     PlanParams p = preset("small");
     if (cfg.D % p.slice_width == 0) p.blocks = std::max(p.blocks, cfg.D / p.slice_width + 8);
     return p;

@@ -19,17 +19,21 @@ struct PlanParams {
     int gemv_group_rows = 16;   // in_proj rows (proj columns) per gemv group
     int kda_chunk_rows = 16;    // state rows (v) per kda task; V / kda_chunk_rows tasks per (request, head)
 
-    // "k3": {132, 128, 16, 16}. "small": {24, 16, 16, 8}: 16 attn slices and 4 chunks a head, so a
-    // small config still exercises many CTAs and every cross-CTA hand-off. BadInput otherwise.
+    // "k3": {132, 128, 16, 128} (one kda task a head; k3_for picks the rows for a step). "small":
+    // {24, 16, 16, 8}: 16 attn slices and 4 chunks a head, so a small config still exercises many
+    // CTAs and every cross-CTA hand-off. BadInput otherwise.
     static PlanParams preset(const std::string& name);
-    // The preset whose model dims match cfg ("k3" for D = 7168, "small" otherwise), with k3's kda
-    // task shape chosen for cfg (k3_chunk_rows).
+    // The preset whose model dims match cfg: k3_for(cfg, 132) for D = 7168, "small" otherwise.
     static PlanParams defaults_for(const Config& cfg);
     // k3's kda tasks: SPEC §4's 16-row chunks (8 tasks a head, q/k and Σō² partials handed between
     // them) while every such task has a CTA of its own (R·H·8 <= blocks: R = 1 on 132 CTAs); beyond
     // that, one task a whole head, which hands nothing between CTAs and writes a head's states from
     // one CTA. Measured both ways on the H200 (docs/kernel.md, "kda tasks").
+    static constexpr int kSpecChunkRows = 16;
     static int k3_chunk_rows(const Config& cfg, int blocks);
+    // The k3 preset on `blocks` CTAs with k3_chunk_rows for cfg (the emulator's default and the GPU
+    // launcher's plan, kernels/kda_validate.cpp device_plan).
+    static PlanParams k3_for(const Config& cfg, int blocks);
     // BadInput naming the field ("plan: blocks ...") when the plan cannot be built for cfg.
     void validate(const Config& cfg) const;
 };

@@ -6,6 +6,7 @@
 
 #include "kernels/vendor/gpu.hpp"  // first: core/bf16.hpp uses the vendor's __forceinline__
 #include "core/bf16.hpp"
+#include "core/plan.hpp"  // PlanParams::kSpecChunkRows
 
 namespace monokda::gpu {
 
@@ -19,7 +20,7 @@ constexpr int kGroupRows = 16;           // in_proj rows per gemv group
 constexpr int kGroups = N / kGroupRows;  // 393
 // state rows a kda task: SPEC §4's 16-row chunks, or the whole head (PlanParams::k3_chunk_rows
 // chooses by the step's shape; docs/kernel.md, "kda tasks")
-constexpr int kChunkRowsSpec = 16, kChunkRowsHead = V;
+constexpr int kChunkRowsSpec = PlanParams::kSpecChunkRows, kChunkRowsHead = V;
 constexpr int kMaxS = 64, kMaxL = 8, kMaxNb = 8;
 }  // namespace k3
 

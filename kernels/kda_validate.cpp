@@ -73,10 +73,7 @@ void need_outer(const char* name, const View& v, const std::vector<int64_t>& min
 }  // namespace
 
 Plan device_plan(const Config& cfg) {
-    PlanParams pp = PlanParams::preset("k3");
-    pp.blocks = probe().sms;  // one CTA a multiprocessor
-    pp.kda_chunk_rows = PlanParams::k3_chunk_rows(cfg, pp.blocks);
-    return Plan::build(cfg, pp);
+    return Plan::build(cfg, PlanParams::k3_for(cfg, probe().sms));  // one CTA a multiprocessor
 }
 
 void check_supported(const Config& c) {
