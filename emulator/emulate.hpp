@@ -74,7 +74,9 @@ struct EmulateResult {
     double seconds_run = 0;
 };
 
-// Steps beyond prep.rows.size() are prepared on the way (prep is extended).
+// Steps beyond prep.rows.size() are prepared on the way (prep is extended: its input's rows are
+// swapped out and back while the new step's reference runs). Runs that share one Prepared on several
+// threads (`monokda emulate --sweep`) must have it prepared for their steps first, as prepare() does.
 EmulateResult emulate(Prepared& prep, const EmulateOptions& o);
 
 // The rows of step k of a multi-step run: step 0's prefix, delta and bank rows rotated by k rows, so
