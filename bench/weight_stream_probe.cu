@@ -84,7 +84,7 @@ __global__ void __launch_bounds__(kThreads, 1) stream(const __grid_constant__ CU
             const int gi = v.tall ? 0 : i / v.boxes, b = v.tall ? i : i % v.boxes;
             const int box_bytes = v.tall ? v.tall_groups * kBoxBytes : kBoxBytes;
             bulk_tensor_2d(base + size_t(s) * stage_bytes + size_t(i) * box_bytes, v.tall ? &tall_map : &map,
-                           (ch * v.boxes + b) * kBoxCols, groups[gi] * kGroupRows, &full[s]);
+                           (ch * v.boxes + b) * kBoxCols, groups[gi] * kGroupRows, &full[s], l2_policy(false));
         }
     };
     if (G == 0) return;

@@ -74,6 +74,7 @@ struct KdaArgs {
     uint32_t* done;    // CTAs finished in this launch; the last resets it
     KdaErrorRecord* error;
     uint64_t poll_timeout_ns;
+    int w_evict_first;  // gemv pass: the weight's copies marked evict-first in L2
     uint64_t* trace;  // null, or kTraceWords clock stamps a CTA (MONOKDA_TRACE, docs/performance.md)
 };
 

@@ -78,9 +78,9 @@ __device__ __forceinline__ GemvBatchSmem& batch_smem(unsigned char* smem) {
 }
 
 // Step ch: thread 0 issues the band's 4 boxes; without a band, lane i of warp 0 issues box i
-// (group i / 4, columns 64·(i % 4)).
+// (group i / 4, columns 64·(i % 4)). (Spreading the band's boxes over 4 warps measured the same.)
 __device__ __forceinline__ void batch_issue_w(const WeightMap* map, GemvBatchSmem& sm, const int* groups, int G,
-                                              bool band, int nst, int ch) {
+                                              bool band, int nst, int ch, uint64_t policy) {
     if (threadIdx.x >= 32) return;
     const int st = ch % nst, i = threadIdx.x;
     uint32_t* w = sm.w(st);
@@ -89,7 +89,7 @@ __device__ __forceinline__ void batch_issue_w(const WeightMap* map, GemvBatchSme
             mbar_arrive_expect(&sm.full[st], kBoxesPerStep * kBandBytes);
             for (int b = 0; b < kBoxesPerStep; ++b)
                 bulk_tensor_2d(w + b * kBandRows * kBoxWords, &map->band, ch * kChunkCols + b * kBoxCols,
-                               groups[0] * k3::kGroupRows, &sm.full[st]);
+                               groups[0] * k3::kGroupRows, &sm.full[st], policy);
         }
         return;
     }
@@ -98,7 +98,7 @@ __device__ __forceinline__ void batch_issue_w(const WeightMap* map, GemvBatchSme
     if (i < G * kBoxesPerStep)
         bulk_tensor_2d(w + ((i % kBoxesPerStep) * kBandRows + (i / kBoxesPerStep) * k3::kGroupRows) * kBoxWords,
                        &map->group, ch * kChunkCols + (i % kBoxesPerStep) * kBoxCols,
-                       groups[i / kBoxesPerStep] * k3::kGroupRows, &sm.full[st]);
+                       groups[i / kBoxesPerStep] * k3::kGroupRows, &sm.full[st], policy);
 }
 
 // Step ch's weights have landed (every thread waits: the wait is what makes the bytes visible).
@@ -218,7 +218,8 @@ __device__ bool batch_steps(const KdaArgs& a, Ctl& c, const WeightMap* map, Gemv
 #pragma unroll
         for (int u = 0; u < kTilesPerWarp; ++u) acc[gi][u][0] = acc[gi][u][1] = acc[gi][u][2] = acc[gi][u][3] = 0.0f;
 
-    for (int ch = 0; ch < w_ahead; ++ch) batch_issue_w(map, sm, groups, G, band, nst, ch);  // before x exists
+    const uint64_t policy = l2_policy(a.w_evict_first);
+    for (int ch = 0; ch < w_ahead; ++ch) batch_issue_w(map, sm, groups, G, band, nst, ch, policy);  // before x exists
     bool ok = true;
     int x_seen = 0;  // XRDY slices 0..x_seen-1 seen ready (batch_wait_x)
     for (int ch = 0; ch < x_ahead && ok; ++ch) {
@@ -239,7 +240,7 @@ __device__ bool batch_steps(const KdaArgs& a, Ctl& c, const WeightMap* map, Gemv
             break;
         }
         if (a.trace && threadIdx.x == 0) a.trace[blockIdx.x * kTraceWords + 2 + ch] = now_ns();
-        if (ch + w_ahead < kChunks) batch_issue_w(map, sm, groups, G, band, nst, ch + w_ahead);
+        if (ch + w_ahead < kChunks) batch_issue_w(map, sm, groups, G, band, nst, ch + w_ahead, policy);
         batch_issue_x(a, xring, S, nx, ch + x_ahead);
         // this warp's box (its k-quarter's 64 columns), rows of its groups
         const uint32_t* w = sm.w(ch % nst) + (m.kw * kBandRows + m.g0 * k3::kGroupRows + wrow) * kBoxWords;

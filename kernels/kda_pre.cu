@@ -390,6 +390,11 @@ KdaLauncher::KdaLauncher(const Plan& plan, const LaunchOptions& opt) : impl_(new
     }
     if (opt.poll_timeout_ms < 1) bad_input("kda_pre: poll timeout must be at least 1 ms");
     impl_->opt = opt;
+    if (const char* w = std::getenv("MONOKDA_WEIGHT_EVICT")) {  // a measuring aid
+        if (std::strcmp(w, "first") != 0 && std::strcmp(w, "normal") != 0)
+            bad_input("MONOKDA_WEIGHT_EVICT must be first or normal, not '" + std::string(w) + "'");
+        impl_->opt.weight_evict_first = std::strcmp(w, "first") == 0;
+    }
 
     Impl& m = *impl_;
     m.words = plan.serialize();
@@ -459,6 +464,7 @@ void KdaLauncher::launch(const KdaTensors& t, void* stream) {
     a.error = impl_->d_error;
     a.poll_timeout_ns = uint64_t(impl_->opt.poll_timeout_ms) * 1000000ull;
     a.trace = impl_->d_trace;
+    a.w_evict_first = impl_->opt.weight_evict_first ? 1 : 0;
 #if MONOKDA_NVIDIA
     if (impl_->wmap_of != a.in_proj_w) {
         encode_weight_map(impl_->wmap, a.in_proj_w);

@@ -78,6 +78,10 @@ struct LaunchOptions {
     // false: launch a plan with structural problems as it is (to test that polls give up and
     // the error names the entry); the launcher refuses such a plan otherwise.
     bool check_plan = true;
+    // NVIDIA gemv pass: the weight's copies marked evict-first in L2, so that the 90 MB read once a
+    // launch leaves before what the next launch reads again (code, states, small tensors);
+    // docs/performance.md has the A/B. MONOKDA_WEIGHT_EVICT=first|normal overrides (a measuring aid).
+    bool weight_evict_first = true;
 };
 
 // Uploads a plan once and launches kda_pre with it, as often as asked, on one stream.

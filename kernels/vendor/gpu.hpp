@@ -185,12 +185,20 @@ __device__ __forceinline__ bool mbar_try_wait(uint64_t* bar, uint32_t parity) {
 }
 // Shared memory the threads wrote or read before is about to be written by the copy engine.
 __device__ __forceinline__ void fence_async_proxy() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+// An L2 eviction policy for the copies below: evict_first for data read once a launch (the weight),
+// so that it leaves before what the next launch reads again (code, states); evict_normal otherwise.
+__device__ __forceinline__ uint64_t l2_policy(bool evict_first) {
+    uint64_t p;
+    if (evict_first) asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
+    else asm volatile("createpolicy.fractional.L2::evict_normal.b64 %0, 1.0;" : "=l"(p));
+    return p;
+}
 // One box of a 2D tensor map (its address: a __grid_constant__ kernel parameter) at column c0, row c1.
-__device__ __forceinline__ void bulk_tensor_2d(void* smem, const void* map, int c0, int c1, uint64_t* bar) {
+__device__ __forceinline__ void bulk_tensor_2d(void* smem, const void* map, int c0, int c1, uint64_t* bar, uint64_t policy) {
     asm volatile(
-        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];" ::"r"(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1, {%2, %3}], [%4], %5;" ::"r"(
             smem_u32(smem)),
-        "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(smem_u32(bar))
+        "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(smem_u32(bar)), "l"(policy)
         : "memory");
 }
 // Four (x4) or two (x2) 8×8 b16 matrices from shared memory, one 16-byte row address a lane (lanes
