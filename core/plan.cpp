@@ -23,6 +23,7 @@ PlanParams PlanParams::k3_for(const Config& cfg, int blocks) {
     PlanParams p = preset("k3");
     p.blocks = blocks;
     p.kda_chunk_rows = k3_chunk_rows(cfg, blocks);
+    p.gemv_every_cta = cfg.S() >= kSpreadGemvMinS;
     return p;
 }
 

@@ -18,6 +18,9 @@ struct PlanParams {
     int slice_width = 128;      // columns of D per attn CTA; D / slice_width attn CTAs
     int gemv_group_rows = 16;   // in_proj rows (proj columns) per gemv group
     int kda_chunk_rows = 16;    // state rows (v) per kda task; V / kda_chunk_rows tasks per (request, head)
+    // in_proj bands dealt over every CTA, the attn CTAs taking theirs after ATTN_X, instead of only
+    // over SPEC §4's CTAs past the attn slices (Plan::gemv_cta)
+    bool gemv_every_cta = false;
 
     // "k3": {132, 128, 16, 128} (one kda task a head; k3_for picks the rows for a step). "small":
     // {24, 16, 16, 8}: 16 attn slices and 4 chunks a head, so a small config still exercises many
@@ -34,6 +37,11 @@ struct PlanParams {
     // The k3 preset on `blocks` CTAs with k3_chunk_rows for cfg (the emulator's default and the GPU
     // launcher's plan, kernels/kda_validate.cpp device_plan).
     static PlanParams k3_for(const Config& cfg, int blocks);
+    // k3's in_proj bands: over every CTA from kSpreadGemvMinS rows on (the pass there is bound by
+    // each CTA's products, and half the groups a CTA halves them), over the CTAs past the slices
+    // below (where the attn CTAs' kda tasks, free of gemv work, overlap the pass with their loads).
+    // Measured both ways on the H200 (docs/kernel.md, "gemv bands").
+    static constexpr int kSpreadGemvMinS = 32;
     // BadInput naming the field ("plan: blocks ...") when the plan cannot be built for cfg.
     void validate(const Config& cfg) const;
 };
@@ -124,7 +132,10 @@ public:
     int blocks() const { return params_.blocks + int(team_parent_.size()); }  // lists (with_kda_teams: more than the launch's)
     int launch_blocks() const { return params_.blocks; }
     int n_attn() const { return n_attn_; }      // attn CTAs 0..n_attn-1, one slice each
-    int n_gemv() const { return launch_blocks() - n_attn_; }  // gemv CTAs n_attn..launch_blocks-1
+    // CTAs owning in_proj groups (gemv_cta), attn CTAs included with gemv_every_cta
+    int n_gemv() const { return (n_groups_ + groups_per_gemv_cta() - 1) / groups_per_gemv_cta(); }
+    // CTAs the bands are dealt over: from n_attn on, wrapping onto the attn CTAs with gemv_every_cta
+    int gemv_span() const { return params_.gemv_every_cta ? launch_blocks() : launch_blocks() - n_attn_; }
     int n_groups() const { return n_groups_; }  // N / gemv_group_rows
     int n_chunks() const { return n_chunks_; }  // V / kda_chunk_rows
     int qk_share() const { return cfg_.K / n_chunks_; }  // q (and k) channels a kda task convolves
@@ -136,11 +147,13 @@ public:
 
     // Who owns what.
     int gate_cta(int row) const { return row % n_attn_; }
-    // in_proj groups in contiguous bands of groups_per_gemv_cta() (the last band may be shorter and
-    // trailing gemv CTAs may get none): a CTA's rows are one block of the weight, which the copy
-    // engine fetches in a few tall boxes (kernels/kda_gemv_batch.hpp)
-    int groups_per_gemv_cta() const { return (n_groups_ + n_gemv() - 1) / n_gemv(); }
-    int gemv_cta(int group) const { return n_attn_ + group / groups_per_gemv_cta(); }
+    // in_proj groups in contiguous bands of groups_per_gemv_cta() over gemv_span() CTAs, band b on
+    // CTA (n_attn + b) mod blocks: the CTAs past the slices first (their first weights go out at
+    // kernel start), then, with gemv_every_cta, the attn CTAs after their ATTN_X (the last band may
+    // be shorter and the last CTAs may get none). A CTA's rows are one block of the weight, which
+    // the copy engine fetches in a few tall boxes (kernels/kda_gemv_batch.hpp).
+    int groups_per_gemv_cta() const { return (n_groups_ + gemv_span() - 1) / gemv_span(); }
+    int gemv_cta(int group) const { return (n_attn_ + group / groups_per_gemv_cta()) % launch_blocks(); }
     int kda_task_index(int r, int h, int chunk) const { return (r * cfg_.H + h) * n_chunks_ + chunk; }
     int kda_cta(int r, int h, int chunk) const { return kda_task_index(r, h, chunk) % launch_blocks(); }
     int group_of_col(int proj_col) const { return proj_col / params_.gemv_group_rows; }

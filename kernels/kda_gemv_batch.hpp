@@ -5,9 +5,11 @@
 // engine (TMA) streams the weight near cuBLAS's rate only in few, large requests: one box of a
 // CTA's whole band of rows (the plan deals each gemv CTA one contiguous band of groups) a
 // 64-column step, where one thread issuing a small box a group caps the stream at about a third.
-// So a step is 256 columns: 4 band boxes (96 rows × 64 columns, 128-byte swizzle) issued by one
-// thread, completing on the step's mbarrier; 3 steps are in flight while one is used (2 when S > 32,
-// whose x ring needs the room). A CTA whose groups are not one band (a hand-edited plan) gets one
+// So a step is 256 columns: 4 band boxes (48 rows × 64 columns, 128-byte swizzle) issued by one
+// thread, completing on the step's mbarrier; 7 steps are in flight while one is used (5 when S > 32,
+// whose x ring needs the room). The bands are 3 groups because the plan spreads them over every CTA
+// (the pass was bound by each CTA's step, not by DRAM: docs/kernel.md, "gemv on every CTA"); on an
+// attn CTA the pass starts after its ATTN_X. A CTA whose groups are not one band (a hand-edited plan) gets one
 // 16-row box a group, one box a lane. x goes through cp.async, as many steps ahead as its share of
 // shared memory holds for this S, up to 3. The first steps' weights are in flight before x
 // exists. Same instructions, same waits (XRDY of every slice) and products (PROJ of every group,
@@ -30,7 +32,7 @@
 namespace monokda::gpu {
 
 #if MONOKDA_NVIDIA
-constexpr int kBatchGroups = 6;  // ceil(393 / 76) for k3 on 132 SMs; more groups take more passes
+constexpr int kBatchGroups = 6;  // the most groups a pass takes (the plan's bands: 6 or 3, Plan::gemv_cta); more take more passes
 constexpr int kChunkCols = 2 * k3::kSlice;   // a step: two attn slices
 constexpr int kChunks = k3::D / kChunkCols;  // 28
 constexpr int kChunkKSteps = kChunkCols / 16;
@@ -39,64 +41,78 @@ constexpr int kTileWarps = kThreads / 32 / kKQuarters;
 constexpr int kMaxTilesPerWarp = (k3::kMaxS / 8) / kTileWarps;
 // A weight box: 16 rows (one group) × 64 columns = 128 bytes a row, stored with the copy engine's
 // 128-byte swizzle (16-byte piece j of row r lands at piece j ^ (r % 8)), so the fragment loads of
-// 8 rows hit 8 different bank groups. Four boxes a group a step; a k-quarter reads one of them.
+// 8 rows hit 8 different bank groups. Four 64-column pieces a step; a k-quarter reads one of them.
+// A band's piece is one box: 48 rows (up to 3 groups) or 96 (up to 6).
 constexpr int kBoxCols = 64, kBoxWords = kBoxCols / 2, kBoxesPerStep = kChunkCols / kBoxCols;
 constexpr uint32_t kBoxBytes = k3::kGroupRows * kBoxCols * 2;
-constexpr int kBandRows = kBatchGroups * k3::kGroupRows;
-constexpr uint32_t kBandBytes = kBandRows * kBoxCols * 2;  // a band box; rows past N arrive as zeros
+constexpr int kBoxGroups = 3, kBandRows = kBoxGroups * k3::kGroupRows;
+constexpr uint32_t kBandBytes = kBandRows * kBoxCols * 2;  // a narrow band box (wide: twice); rows past N arrive as zeros
 static_assert(kBoxesPerStep == kKQuarters && kBatchGroups * kBoxesPerStep <= 32, "a lane a box, a quarter a box");
+static_assert(kBatchGroups == 2 * kBoxGroups, "a band's box is narrow or wide");
 
 struct GemvBatchSmem {
     static constexpr int kXRowWords = kChunkCols / 2 + 4;  // 16-byte rows shifted 4 banks each
-    static constexpr int kStageWords = kBoxesPerStep * kBandRows * kBoxWords;  // a weight step: 48 KB
-    static constexpr int kMaxWStages = 4;
-    static constexpr int kDeepMaxS = 32;  // up to this S, 4 weight stages and a 2-step x ring fit
-    // weight stages first (4, or 3 above kDeepMaxS), then the x ring in what is left: S rows a
-    // step, as many steps as fit
-    static constexpr int kBufWords = kMaxWStages * kStageWords + 2 * kDeepMaxS * kXRowWords;
+    static constexpr int kWideStageWords = kBoxesPerStep * 2 * kBandRows * kBoxWords;  // a step of 6 groups: 48 KB
+    static constexpr int kMaxWStages = 8;
+    static constexpr int kDeepMaxS = 32;  // up to this S, 4 steps of 6 groups (8 of 3) and a 2-step x ring fit
+    // weight stages first, then the x ring in what is left: S rows a step, as many steps as fit
+    static constexpr int kBufWords = 4 * kWideStageWords + 2 * kDeepMaxS * kXRowWords;
     union {
         uint32_t buf[kBufWords];
         float red[kKQuarters * kBatchGroups * k3::kGroupRows * k3::kMaxS];  // after the pass
     };
     uint64_t full[kMaxWStages];  // weight step landed (the boxes' bytes), one phase a use
-    __device__ static int stages(int S) { return S <= kDeepMaxS ? kMaxWStages : kMaxWStages - 1; }
-    __device__ uint32_t* w(int st) { return buf + st * kStageWords; }  // [box][band row][word]
 };
+// A pass's stages, for a band of kBandGroups (3 or 6) groups: a step is 4 pieces of 16·kBandGroups
+// rows; 4 steps of 6 groups fit with the x ring up to kDeepMaxS, 3 above (whose x ring needs the
+// room), twice as many of 3. Compile-time in the pass's loop: with the band's shape read at run
+// time, the steps measured 5-20 % slower.
+template <int kBandGroups>
+struct BatchStage {
+    static_assert(kBandGroups == kBoxGroups || kBandGroups == kBatchGroups, "a narrow or a wide band");
+    static constexpr int kRows = kBandGroups * k3::kGroupRows, kWords = kBoxesPerStep * kRows * kBoxWords;
+    __device__ static int count(int S) { return (S <= GemvBatchSmem::kDeepMaxS ? 4 : 3) * (kBatchGroups / kBandGroups); }
+    __device__ static uint32_t* at(GemvBatchSmem& sm, int st) { return sm.buf + st * kWords; }  // [piece][row][word]
+};
+static_assert(BatchStage<kBoxGroups>::kWords * 8 == GemvBatchSmem::kWideStageWords * 4, "stages of either width fill the same room");
 // the swizzle pattern repeats every 1024 bytes, so the stages start on a 1024-byte boundary
 constexpr size_t kGemvBatchSmemBytes = sizeof(GemvBatchSmem) + 1024;
 static_assert(kThreads == 256 && kChunkKSteps % kKQuarters == 0, "the batch body maps 8 warps");
 static_assert(kBoxBytes % 1024 == 0 && kBandBytes % 1024 == 0, "every box starts on a 1024-byte boundary");
 static_assert(sizeof(float) * kKQuarters * kBatchGroups * k3::kGroupRows * k3::kMaxS <=
-                  sizeof(uint32_t) * (GemvBatchSmem::kMaxWStages - 1) * GemvBatchSmem::kStageWords,
-              "the quarters' partials fit where the weight stages were");
-static_assert(GemvBatchSmem::kBufWords - (GemvBatchSmem::kMaxWStages - 1) * GemvBatchSmem::kStageWords >=
-                  2 * k3::kMaxS * GemvBatchSmem::kXRowWords,
-              "with 3 weight stages, two steps of x fit at the largest S");
+                  sizeof(uint32_t) * GemvBatchSmem::kBufWords,
+              "the quarters' partials fit in the pass's buffer");
+static_assert(GemvBatchSmem::kBufWords - 3 * GemvBatchSmem::kWideStageWords >= 2 * k3::kMaxS * GemvBatchSmem::kXRowWords,
+              "with 3 steps of 6 groups, two steps of x fit at the largest S");
 
 __device__ __forceinline__ GemvBatchSmem& batch_smem(unsigned char* smem) {
     return *reinterpret_cast<GemvBatchSmem*>(smem + ((1024u - (smem_u32(smem) & 1023u)) & 1023u));
 }
 
-// Step ch: thread 0 issues the band's 4 boxes; without a band, lane i of warp 0 issues box i
-// (group i / 4, columns 64·(i % 4)). (Spreading the band's boxes over 4 warps measured the same.)
-__device__ __forceinline__ void batch_issue_w(const WeightMap* map, GemvBatchSmem& sm, const int* groups, int G,
-                                              bool band, int nst, int ch, uint64_t policy) {
+// Step ch: thread 0 issues the band's 4 boxes (one a piece: a box instruction costs about as much
+// whatever its height, so two 48-row boxes instead of one 96-row box slowed 6-group bands' steps
+// from ~1.1 to ~1.8 µs); without a band, lane i of warp 0 issues group i / 4's 16-row box of
+// piece i % 4. (Spreading the band's boxes over 4 warps measured the same as thread 0.)
+template <int kBandGroups>
+__device__ __forceinline__ void batch_issue_w(const WeightMap* map, GemvBatchSmem& sm, int nst, const int* groups, int G,
+                                              bool band, int ch, uint64_t policy) {
+    using Stage = BatchStage<kBandGroups>;
     if (threadIdx.x >= 32) return;
     const int st = ch % nst, i = threadIdx.x;
-    uint32_t* w = sm.w(st);
+    uint32_t* w = Stage::at(sm, st);
     if (band) {
         if (i == 0) {
-            mbar_arrive_expect(&sm.full[st], kBoxesPerStep * kBandBytes);
+            mbar_arrive_expect(&sm.full[st], kBoxesPerStep * Stage::kRows * kBoxCols * 2);
             for (int b = 0; b < kBoxesPerStep; ++b)
-                bulk_tensor_2d(w + b * kBandRows * kBoxWords, &map->band, ch * kChunkCols + b * kBoxCols,
-                               groups[0] * k3::kGroupRows, &sm.full[st], policy);
+                bulk_tensor_2d(w + b * Stage::kRows * kBoxWords, kBandGroups == kBoxGroups ? &map->narrow : &map->wide,
+                               ch * kChunkCols + b * kBoxCols, groups[0] * k3::kGroupRows, &sm.full[st], policy);
         }
         return;
     }
     if (i == 0) mbar_arrive_expect(&sm.full[st], uint32_t(G * kBoxesPerStep) * kBoxBytes);
     __syncwarp();
     if (i < G * kBoxesPerStep)
-        bulk_tensor_2d(w + ((i % kBoxesPerStep) * kBandRows + (i / kBoxesPerStep) * k3::kGroupRows) * kBoxWords,
+        bulk_tensor_2d(w + ((i % kBoxesPerStep) * Stage::kRows + (i / kBoxesPerStep) * k3::kGroupRows) * kBoxWords,
                        &map->group, ch * kChunkCols + (i % kBoxesPerStep) * kBoxCols,
                        groups[i / kBoxesPerStep] * k3::kGroupRows, &sm.full[st], policy);
 }
@@ -182,26 +198,27 @@ __device__ __forceinline__ bool batch_wait_x(const KdaArgs& a, Ctl& c, int& seen
     return true;
 }
 
-// What one warp computes in a pass: groups g0 .. g0 + kGroupsPerWarp - 1 of the band (rows past G
-// are computed and dropped: no guard inside the step), token tiles t0, t0 + 2, ... (kTilesPerWarp
-// of them; tokens past S are the last token again, computed and dropped).
+// What one warp computes in a pass: groups g0 .. g0 + kGroupsPerWarp - 1 of the band (groups past G
+// are computed and dropped: no guard inside the step), token tiles t0, t0 + 2, ... (kTilesPerWarp of them; tokens past S are the last token
+// again, computed and dropped).
 struct BatchWarp {
     int kw, g0, t0;
 };
 
 // The pass's steps for one warp mapping; leaves the k-quarter partials in sm.red. False if a wait
 // gave up (the error word is set).
-template <int kTilesPerWarp, int kGroupsPerWarp>
-__device__ bool batch_steps(const KdaArgs& a, Ctl& c, const WeightMap* map, GemvBatchSmem& sm, const int* groups,
-                            int G, bool band, int nst, BatchWarp m) {
+template <int kTilesPerWarp, int kGroupsPerWarp, int kBandGroups>
+__device__ __forceinline__ bool batch_steps(const KdaArgs& a, Ctl& c, const WeightMap* map, GemvBatchSmem& sm, const int* groups,
+                                            int G, bool band, int nst, BatchWarp m) {
+    using Stage = BatchStage<kBandGroups>;
     const int S = a.S, lane = threadIdx.x % 32, g = lane / 4, cq = lane % 4;
-    uint32_t* xring = sm.buf + nst * GemvBatchSmem::kStageWords;
+    uint32_t* xring = Stage::at(sm, nst);
     // the x ring: as many steps as fit, up to kXAhead + 1 (2 at S = 64); x runs nx - 1 steps ahead.
     // Not more: a thread's cp.async copies queue behind its earlier ones, so issuing all 28 steps of
     // x at S = 1 before the first product took 7 µs (trace: first XRDY seen at 18.5 µs, the x
     // copies issued at 25.3 µs)
     constexpr int kXAhead = 3;
-    const int nx = min(kXAhead + 1, (GemvBatchSmem::kBufWords - nst * GemvBatchSmem::kStageWords) /
+    const int nx = min(kXAhead + 1, (GemvBatchSmem::kBufWords - nst * Stage::kWords) /
                                         (S * GemvBatchSmem::kXRowWords)),
               x_ahead = nx - 1, w_ahead = nst - 1;
     // Fragments through ldmatrix. x: lane l gives row l % 8 of tile u's matrix (l / 8) % 2 (k words
@@ -212,6 +229,10 @@ __device__ bool batch_steps(const KdaArgs& a, Ctl& c, const WeightMap* map, Gemv
 #pragma unroll
     for (int u = 0; u < kTilesPerWarp; ++u)
         tok[u] = min((m.t0 + u * kTileWarps) * 8 + lr, S - 1) * GemvBatchSmem::kXRowWords + lhalf * 4;
+    // A warp reads groups g0.. of the piece. With as many groups as the band (g0 = 0, or a narrow
+    // band's second warp at one tile, whose groups are all dropped) it reads groups 0.., so its
+    // reads stay inside the band and the offsets are constants.
+    const int g0 = kGroupsPerWarp == kBandGroups ? 0 : m.g0;
     float acc[kGroupsPerWarp][kTilesPerWarp][4];
 #pragma unroll
     for (int gi = 0; gi < kGroupsPerWarp; ++gi)
@@ -219,7 +240,7 @@ __device__ bool batch_steps(const KdaArgs& a, Ctl& c, const WeightMap* map, Gemv
         for (int u = 0; u < kTilesPerWarp; ++u) acc[gi][u][0] = acc[gi][u][1] = acc[gi][u][2] = acc[gi][u][3] = 0.0f;
 
     const uint64_t policy = l2_policy(a.w_evict_first);
-    for (int ch = 0; ch < w_ahead; ++ch) batch_issue_w(map, sm, groups, G, band, nst, ch, policy);  // before x exists
+    for (int ch = 0; ch < w_ahead; ++ch) batch_issue_w<kBandGroups>(map, sm, nst, groups, G, band, ch, policy);  // before x exists
     bool ok = true;
     int x_seen = 0;  // XRDY slices 0..x_seen-1 seen ready (batch_wait_x)
     for (int ch = 0; ch < x_ahead && ok; ++ch) {
@@ -240,10 +261,10 @@ __device__ bool batch_steps(const KdaArgs& a, Ctl& c, const WeightMap* map, Gemv
             break;
         }
         if (a.trace && threadIdx.x == 0) a.trace[blockIdx.x * kTraceWords + 2 + ch] = now_ns();
-        if (ch + w_ahead < kChunks) batch_issue_w(map, sm, groups, G, band, nst, ch + w_ahead, policy);
+        if (ch + w_ahead < kChunks) batch_issue_w<kBandGroups>(map, sm, nst, groups, G, band, ch + w_ahead, policy);
         batch_issue_x(a, xring, S, nx, ch + x_ahead);
         // this warp's box (its k-quarter's 64 columns), rows of its groups
-        const uint32_t* w = sm.w(ch % nst) + (m.kw * kBandRows + m.g0 * k3::kGroupRows + wrow) * kBoxWords;
+        const uint32_t* w = Stage::at(sm, ch % nst) + (m.kw * Stage::kRows + g0 * k3::kGroupRows + wrow) * kBoxWords;
         const uint32_t* xs = xring + (ch % nx) * S * GemvBatchSmem::kXRowWords + m.kw * (kChunkKSteps / kKQuarters) * 8;
 #pragma unroll
         for (int st = 0; st < kChunkKSteps / kKQuarters; ++st) {  // k-step 4kw + st: box kw, its piece pair st
@@ -279,8 +300,14 @@ __device__ bool batch_steps(const KdaArgs& a, Ctl& c, const WeightMap* map, Gemv
     return true;
 }
 
+// Groups a pass takes at S rows: above 32 rows (5 token tiles and more) the products have
+// instantiations for 3 groups only, as the plan's bands there are 3 (more take more passes).
+__device__ __forceinline__ int batch_capacity(int S) { return (S + 7) / 8 > 4 ? kBoxGroups : kBatchGroups; }
+
 __device__ bool gemv_batch(const KdaArgs& a, Ctl& c, const WeightMap* map, GemvBatchSmem& sm, const int* groups, int G) {
-    const int S = a.S, tiles = (S + 7) / 8, nst = GemvBatchSmem::stages(S);
+    const int S = a.S, tiles = (S + 7) / 8;
+    const bool narrow = G <= kBoxGroups;
+    const int nst = narrow ? BatchStage<kBoxGroups>::count(S) : BatchStage<kBatchGroups>::count(S);
     if (threadIdx.x == 0) {
         c.x_seen = 0;  // (re)established by the first poll of this pass
         for (int st = 0; st < nst; ++st) mbar_init(&sm.full[st], 1);
@@ -292,14 +319,20 @@ __device__ bool gemv_batch(const KdaArgs& a, Ctl& c, const WeightMap* map, GemvB
     bool band = true;  // the groups are one contiguous block of rows (as the plan deals them)
     for (int gi = 1; gi < G; ++gi) band = band && groups[gi] == groups[0] + gi;
     bool ok;
-    // one token tile: the two warps of a k-quarter take half the groups each; more: half the tiles
-    static_assert(kBatchGroups % kTileWarps == 0 && kMaxTilesPerWarp == 4, "the mappings below");
-    constexpr int kHalf = kBatchGroups / kTileWarps;
-    if (tiles == 1) ok = batch_steps<1, kHalf>(a, c, map, sm, groups, G, band, nst, {kw, ts * kHalf, 0});
-    else if (tiles <= 2) ok = batch_steps<1, kBatchGroups>(a, c, map, sm, groups, G, band, nst, {kw, 0, ts});
-    else if (tiles <= 4) ok = batch_steps<2, kBatchGroups>(a, c, map, sm, groups, G, band, nst, {kw, 0, ts});
-    else if (tiles <= 6) ok = batch_steps<3, kBatchGroups>(a, c, map, sm, groups, G, band, nst, {kw, 0, ts});
-    else ok = batch_steps<4, kBatchGroups>(a, c, map, sm, groups, G, band, nst, {kw, 0, ts});
+    // One token tile: the two warps of a k-quarter take 3 groups each (with a narrow band the second
+    // warp's are dropped). More: half the tiles each, all the band's groups; above 4 tiles only narrow
+    // bands (batch_capacity). The plan's bands: wide below PlanParams::kSpreadGemvMinS rows, narrow
+    // from there.
+    static_assert(kTileWarps == 2 && kMaxTilesPerWarp == 4 && kBatchGroups == 2 * kBoxGroups, "the mappings below");
+    constexpr int N3 = kBoxGroups, N6 = kBatchGroups;
+    if (tiles == 1 && narrow) ok = batch_steps<1, N3, N3>(a, c, map, sm, groups, G, band, nst, {kw, ts * N3, 0});
+    else if (tiles == 1) ok = batch_steps<1, N3, N6>(a, c, map, sm, groups, G, band, nst, {kw, ts * N3, 0});
+    else if (tiles <= 2 && narrow) ok = batch_steps<1, N3, N3>(a, c, map, sm, groups, G, band, nst, {kw, 0, ts});
+    else if (tiles <= 2) ok = batch_steps<1, N6, N6>(a, c, map, sm, groups, G, band, nst, {kw, 0, ts});
+    else if (tiles <= 4 && narrow) ok = batch_steps<2, N3, N3>(a, c, map, sm, groups, G, band, nst, {kw, 0, ts});
+    else if (tiles <= 4) ok = batch_steps<2, N6, N6>(a, c, map, sm, groups, G, band, nst, {kw, 0, ts});
+    else if (tiles <= 6) ok = batch_steps<3, N3, N3>(a, c, map, sm, groups, G, band, nst, {kw, 0, ts});  // G <= 3: batch_capacity
+    else ok = batch_steps<4, N3, N3>(a, c, map, sm, groups, G, band, nst, {kw, 0, ts});
     if (!ok) return false;
     __syncthreads();
     // the four quarters added in kw order

@@ -176,8 +176,10 @@ __device__ bool run_kda(const KdaArgs& a, Ctl& c, const Instr* ins, int first, i
     return !__syncthreads_or(!ok);
 }
 
+// Inlined into the kernel: as a function of its own (nvcc's choice once the gemv pass had six
+// instantiations) it took the kernel's arguments through a 368-byte copy in local memory.
 template <bool kExactInProj>
-__device__ bool run_instructions(const KdaArgs& a, Ctl& c, const WeightMap* wmap, unsigned char* smem) {
+__device__ __forceinline__ bool run_instructions(const KdaArgs& a, Ctl& c, const WeightMap* wmap, unsigned char* smem) {
     const PlanHeader* h = reinterpret_cast<const PlanHeader*>(a.plan);
     const int32_t* cta_begin = a.plan + kHeaderWords + 2 * kMailboxCount;
     const Instr* ins = reinterpret_cast<const Instr*>(cta_begin + h->blocks + 1);
@@ -204,7 +206,8 @@ __device__ bool run_instructions(const KdaArgs& a, Ctl& c, const WeightMap* wmap
             // the CTA's consecutive gemv instructions, as one pass (kda_gemv_batch.hpp)
             static_assert(kBatchGroups <= int(sizeof(c.batch) / sizeof(c.batch[0])), "Ctl::batch holds a pass");
             int G = 0, k = i;
-            for (; k < end && G < kBatchGroups; ++k) {
+            const int cap = batch_capacity(a.S);
+            for (; k < end && G < cap; ++k) {
                 const Op op = Op(ins[k].op);
                 if (op == Op::GEMV_GROUP) {
                     if (threadIdx.x == 0) c.batch[G] = ins[k].a;
@@ -292,11 +295,11 @@ void check_hip(hipError_t e, const char* what) {
 std::string ss(int64_t v) { return std::to_string(v); }
 
 #if MONOKDA_NVIDIA
-// The in_proj weight [N, D] as 64-column boxes of a band (16 · kBatchGroups rows) and of one
-// group (16 rows), as kda_gemv_batch.hpp reads them.
+// The in_proj weight [N, D] as 64-column boxes of a band (3 or 6 groups) and of one group (16 rows),
+// as kda_gemv_batch.hpp reads them.
 void encode_weight_map(WeightMap& m, const bf16* w) {
-    for (CUtensorMap* map : {&m.band, &m.group}) {
-        const uint32_t rows = map == &m.band ? kBandRows : k3::kGroupRows;
+    for (CUtensorMap* map : {&m.narrow, &m.wide, &m.group}) {
+        const uint32_t rows = map == &m.narrow ? kBandRows : map == &m.wide ? 2 * kBandRows : k3::kGroupRows;
         const std::string err = encode_bf16_tensor_map(*map, w, k3::N, k3::D, rows, kBoxCols);
         if (!err.empty()) throw GpuError("kda_pre: the in_proj weight's tensor map: " + err);
     }

@@ -22,8 +22,9 @@
 #if MONOKDA_NVIDIA
 #include <cuda.h>  // CUtensorMap and its enums (types only; the encoder is fetched at run time)
 struct WeightMap {
-    CUtensorMap band;   // boxes of a gemv CTA's whole band of rows (kda_gemv_batch.hpp)
-    CUtensorMap group;  // boxes of one 16-row group, for a CTA whose groups are not one band
+    CUtensorMap narrow;  // boxes of a gemv CTA's band of up to 3 groups (48 rows; kda_gemv_batch.hpp)
+    CUtensorMap wide;    // boxes of a band of 4 to 6 groups (96 rows)
+    CUtensorMap group;   // boxes of one 16-row group, for a CTA whose groups are not one band
 };
 #define MONOKDA_GRID_CONSTANT __grid_constant__
 #else

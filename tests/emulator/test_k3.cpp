@@ -90,3 +90,24 @@ TEST_CASE("k3 with one request: SPEC §4's 16-row chunks, their QK and ONRM hand
         CHECK(first_different(r.run.outputs[0], ref::run<float>(p.input, p.plan.reduction_order())) == "");
     }
 }
+
+TEST_CASE("k3 at 32 rows: the in_proj bands on every CTA, attn CTAs after their ATTN_X, bit for bit") {
+    EmulateOptions o;
+    o.fixture.R = 8, o.fixture.L = 4;
+    o.envelope_orders = -1;  // the envelope is the default run's business; this checks the plan's shape
+    Prepared p = prepare(o, 1);
+    REQUIRE(p.plan.params().gemv_every_cta);  // PlanParams::k3_for from kSpreadGemvMinS rows
+    REQUIRE(p.plan.gemv_cta(p.plan.n_groups() - 1) < p.plan.n_attn());  // the last bands sit on attn CTAs
+    for (const char* s : {"random", "pct", "delay:attn"}) {
+        o.schedule = Schedule::parse(s);
+        EmulateResult r = emulate(p, o);
+        INFO(r.report);
+        REQUIRE(r.verdict == Verdict::PASS);
+        CHECK(first_different(r.run.outputs[0], ref::run<float>(p.input, p.plan.reduction_order())) == "");
+    }
+    // a lost x flag: every CTA with a band waits for it, attn CTA 1's own band included
+    o.fault = Fault::missing_xrdy;
+    EmulateResult f = emulate(p, o);
+    CHECK(f.verdict == Verdict::LIVELOCK);
+    CHECK(f.run.entry == p.plan.xrdy(1));
+}

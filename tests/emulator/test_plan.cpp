@@ -57,12 +57,14 @@ void check_structure(const Plan& p) {
 
 }  // namespace
 
-TEST_CASE("k3 plan with SPEC §4's 16-row chunks: 56 attn + 76 gemv CTAs, 393 row groups, 192 kda tasks") {
+TEST_CASE("k3 plan with SPEC §4's 16-row chunks: 56 attn + 66 gemv CTAs, 393 row groups, 192 kda tasks") {
     PlanParams pp = PlanParams::preset("k3");
     pp.kda_chunk_rows = 16;  // the chunked layout: siblings hand q/k and Σō² partials across CTAs
     Plan p = Plan::build(k3(), pp);
     CHECK(p.n_attn() == 56);
-    CHECK(p.n_gemv() == 76);
+    CHECK(!pp.gemv_every_cta);
+    CHECK(p.gemv_span() == 76);
+    CHECK(p.n_gemv() == 66);  // 65 bands of 6 and one of 3
     CHECK(p.n_groups() == 393);
     CHECK(p.n_chunks() == 8);
     CHECK(p.n_kda_tasks() == 2 * 12 * 8);
@@ -164,6 +166,72 @@ TEST_CASE("k3 preset: one kda task a head, nothing handed between a head's chunk
     CHECK(p.finishing_ctas(p.min_residency()) == 132);
 }
 
+TEST_CASE("k3 plan from 32 rows on: in_proj bands of 3 over every CTA, the attn CTAs' after their ATTN_X") {
+    Config c = k3();
+    c.R = 8, c.L = 4, c.slots = c.S() + 1;
+    const PlanParams pp = PlanParams::k3_for(c, 132);
+    REQUIRE(pp.gemv_every_cta);
+    Plan p = Plan::build(c, pp);
+    CHECK(p.n_attn() == 56);
+    CHECK(p.gemv_span() == 132);
+    CHECK(p.groups_per_gemv_cta() == 3);
+    CHECK(p.n_gemv() == 131);
+    check_structure(p);
+    CHECK(p.min_residency() <= 132);
+    // band b on CTA (56 + b) mod 132: CTAs 56..131 own bands 0..75 and start with the prefetch of
+    // their band's first group (weights issued before x exists), CTAs 0..54 own bands 76..130 right
+    // after their ATTN_X, and CTA 55 owns none
+    std::set<int> groups;
+    for (int cta = 0; cta < 132; ++cta) {
+        CAPTURE(cta);
+        const auto& l = p.instrs(cta);
+        if (cta < 56) CHECK(l[0].opcode() == Op::ATTN_PART);
+        std::vector<int> band;
+        int at = -1;  // list position of the band's first instruction
+        for (int i = 0; i < int(l.size()); ++i)
+            if (l[size_t(i)].opcode() == Op::GEMV_GROUP) {
+                CHECK(groups.insert(l[size_t(i)].a).second);
+                band.push_back(l[size_t(i)].a);
+            } else if (l[size_t(i)].opcode() == Op::GEMV_PREFETCH && at < 0) {
+                at = i;
+            }
+        const int b = cta >= 56 ? cta - 56 : cta + 76, first = b * 3;
+        const size_t expect = size_t(std::max(0, std::min(3, 393 - first)));
+        CHECK(band.size() == expect);
+        for (size_t i = 0; i < band.size(); ++i) CHECK(band[i] == first + int(i));  // one contiguous band, in order
+        if (expect == 0) continue;
+        if (cta >= 56) {
+            CHECK(at == 0);
+        } else {
+            REQUIRE(at >= 1);
+            CHECK(l[size_t(at - 1)].opcode() == Op::ATTN_X);
+        }
+        CHECK(l[size_t(at + 1)].opcode() == Op::GEMV_GROUP);
+        CHECK(l[size_t(at)].a == l[size_t(at + 1)].a);
+    }
+    CHECK(groups.size() == 393);
+}
+
+TEST_CASE("k3's in_proj bands follow the step: past the slices below 32 rows, over every CTA from there") {
+    Config c = k3();
+    auto every = [&](int R, int L) {
+        c.R = R, c.L = L;
+        return PlanParams::k3_for(c, 132).gemv_every_cta;
+    };
+    CHECK(!every(1, 1));
+    CHECK(!every(2, 4));
+    CHECK(!every(31, 1));
+    CHECK(every(32, 1));
+    CHECK(every(8, 4));
+    CHECK(every(4, 8));
+    CHECK(every(64, 1));
+    c.R = 2, c.L = 4;
+    CHECK(!PlanParams::defaults_for(c).gemv_every_cta);
+    c.R = 8, c.L = 8;
+    CHECK(PlanParams::defaults_for(c).gemv_every_cta);
+    CHECK(!PlanParams::defaults_for(small()).gemv_every_cta);  // the small preset keeps SPEC §4's layout
+}
+
 TEST_CASE("k3's kda task shape follows the step: 16-row chunks while each has a CTA, else one task a head") {
     Config c = k3();
     auto rows = [&](int R, int L, int blocks) {
@@ -203,16 +271,25 @@ TEST_CASE("the plan's reduction order splits D-sums by slice and the output norm
 }
 
 TEST_CASE("small presets and other CTA counts stay sound") {
-    for (int blocks : {17, 18, 24, 40, 200}) {
-        PlanParams pp = PlanParams::preset("small");
-        pp.blocks = blocks;
-        Plan p = Plan::build(small(), pp);
-        CHECK(p.n_attn() == 16);
-        CHECK(p.n_gemv() == blocks - 16);
-        CHECK(p.n_groups() == 18);
-        check_structure(p);
-        CHECK(p.min_residency() <= blocks);
-    }
+    // blocks, then the 18 groups' bands past the slices (groups a band, CTAs owning one) and over
+    // every CTA
+    const int expect[][5] = {{17, 18, 1, 2, 9}, {18, 9, 2, 1, 18}, {24, 3, 6, 1, 18}, {40, 1, 18, 1, 18}, {200, 1, 18, 1, 18}};
+    for (const auto& e : expect)
+        for (bool every : {false, true}) {
+            const int blocks = e[0];
+            CAPTURE(blocks);
+            CAPTURE(every);
+            PlanParams pp = PlanParams::preset("small");
+            pp.blocks = blocks;
+            pp.gemv_every_cta = every;
+            Plan p = Plan::build(small(), pp);
+            CHECK(p.n_attn() == 16);
+            CHECK(p.n_groups() == 18);
+            CHECK(p.groups_per_gemv_cta() == e[every ? 3 : 1]);
+            CHECK(p.n_gemv() == e[every ? 4 : 2]);
+            check_structure(p);
+            CHECK(p.min_residency() <= blocks);
+        }
     PlanParams mi = PlanParams::preset("k3");
     mi.blocks = 256;
     check_structure(Plan::build(k3(), mi));

@@ -44,6 +44,35 @@ TEST_CASE("500 random and PCT schedules of the small preset: no false alarm") {
     CHECK(total_steps.load() > int64_t(n) * 1000);  // the runs really ran
 }
 
+TEST_CASE("100 schedules of the small preset with its in_proj bands over every CTA: no false alarm") {
+    Prepared& base = small_prepared();
+    Prepared p = prepare(small_options(), 1);
+    PlanParams pp = p.plan.params();
+    pp.gemv_every_cta = true;
+    p.plan = Plan::build(p.plan.config(), pp);  // the references do not depend on who runs a group
+    REQUIRE(p.plan.gemv_cta(p.plan.n_groups() - 1) < p.plan.n_attn());
+    std::vector<std::string> fails;
+    std::mutex mu;
+#pragma omp parallel for schedule(dynamic, 4)
+    for (int i = 0; i < 100; ++i) {
+        EmulateOptions o = small_options();
+        o.schedule.kind = i % 2 ? Schedule::pct : Schedule::random;
+        o.schedule.seed = 5000 + uint64_t(i);
+        o.amd = i % 3 == 0;
+        o.kda_teams = i % 4 < 2 ? 1 : 2;
+        EmulateResult r = emulate(p, o);
+        std::string bad;
+        if (r.verdict != Verdict::PASS) bad = r.token + " -> " + to_string(r.verdict) + ": " + r.run.detail;
+        else if (first_different(r.run.outputs[0], base.refs[0]) != "") bad = r.token + " -> outputs differ";
+        if (!bad.empty()) {
+            std::lock_guard<std::mutex> lock(mu);
+            fails.push_back(bad);
+        }
+    }
+    for (const auto& f : fails) MESSAGE(f);
+    CHECK(fails.empty());
+}
+
 TEST_CASE("different seeds give different interleavings (the scheduler is not a no-op)") {
     Prepared& p = small_prepared();
     std::vector<std::vector<int32_t>> orders;
