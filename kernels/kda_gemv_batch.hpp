@@ -94,11 +94,11 @@ __device__ __forceinline__ GemvBatchSmem& batch_smem(unsigned char* smem) {
 // from ~1.1 to ~1.8 µs); without a band, lane i of warp 0 issues group i / 4's 16-row box of
 // piece i % 4. (Spreading the band's boxes over 4 warps measured the same as thread 0.)
 template <int kBandGroups>
-__device__ __forceinline__ void batch_issue_w(const WeightMap* map, GemvBatchSmem& sm, int nst, const int* groups, int G,
-                                              bool band, int ch, uint64_t policy) {
+__device__ __forceinline__ void batch_issue_w(const WeightMap* map, GemvBatchSmem& sm, const int* groups, int G,
+                                              bool band, int ch, int st, uint64_t policy) {
     using Stage = BatchStage<kBandGroups>;
     if (threadIdx.x >= 32) return;
-    const int st = ch % nst, i = threadIdx.x;
+    const int i = threadIdx.x;
     uint32_t* w = Stage::at(sm, st);
     if (band) {
         if (i == 0) {
@@ -117,20 +117,21 @@ __device__ __forceinline__ void batch_issue_w(const WeightMap* map, GemvBatchSme
                        groups[i / kBoxesPerStep] * k3::kGroupRows, &sm.full[st], policy);
 }
 
-// Step ch's weights have landed (every thread waits: the wait is what makes the bytes visible).
-// Bounded like a mailbox poll; a timeout names the step (box kBoxWeightCopy).
-__device__ __forceinline__ bool batch_wait_w(const KdaArgs& a, const Ctl& c, GemvBatchSmem& sm, int nst, int ch) {
-    uint64_t* bar = &sm.full[ch % nst];
-    const uint32_t parity = uint32_t(ch / nst) & 1u;
+// Step ch's weights (in stage st, its barrier's phase parity) have landed (every thread waits: the
+// wait is what makes the bytes visible). Bounded like a mailbox poll; a timeout names the step (box
+// kBoxWeightCopy).
+__device__ __forceinline__ bool batch_wait_w(const KdaArgs& a, const Ctl& c, GemvBatchSmem& sm, int st, uint32_t parity,
+                                             int ch) {
+    uint64_t* bar = &sm.full[st];
     if (mbar_try_wait(bar, parity)) return true;
     return spin(a, c, [&] { return mbar_try_wait(bar, parity); }, [](bool done) { return done; },
                 kBoxWeightCopy, uint32_t(ch));
 }
 
-// x of step ch (S rows) into ring stage ch % nx, through cp.async; one commit group a step.
-__device__ __forceinline__ void batch_issue_x(const KdaArgs& a, uint32_t* xring, int S, int nx, int ch) {
+// x of step ch (S rows) into ring stage xst, through cp.async; one commit group a step.
+__device__ __forceinline__ void batch_issue_x(const KdaArgs& a, uint32_t* xring, int S, int xst, int ch) {
     if (ch < kChunks) {
-        uint32_t* stage = xring + (ch % nx) * S * GemvBatchSmem::kXRowWords;
+        uint32_t* stage = xring + xst * S * GemvBatchSmem::kXRowWords;
         for (int i = threadIdx.x; i < S * (kChunkCols / 8); i += kThreads) {
             const int s = i / (kChunkCols / 8), q = i % (kChunkCols / 8);
             copy16_async(stage + s * GemvBatchSmem::kXRowWords + q * 4, a.x + size_t(s) * k3::D + ch * kChunkCols + q * 8);
@@ -240,32 +241,38 @@ __device__ __forceinline__ bool batch_steps(const KdaArgs& a, Ctl& c, const Weig
         for (int u = 0; u < kTilesPerWarp; ++u) acc[gi][u][0] = acc[gi][u][1] = acc[gi][u][2] = acc[gi][u][3] = 0.0f;
 
     const uint64_t policy = l2_policy(a.w_evict_first);
-    for (int ch = 0; ch < w_ahead; ++ch) batch_issue_w<kBandGroups>(map, sm, nst, groups, G, band, ch, policy);  // before x exists
+    for (int ch = 0; ch < w_ahead; ++ch) batch_issue_w<kBandGroups>(map, sm, groups, G, band, ch, ch, policy);  // before x exists
     bool ok = true;
     int x_seen = 0;  // XRDY slices 0..x_seen-1 seen ready (batch_wait_x)
     for (int ch = 0; ch < x_ahead && ok; ++ch) {
         ok = batch_wait_x(a, c, x_seen, ch);
         if (ch == 0 && a.trace && threadIdx.x == 0) a.trace[blockIdx.x * kTraceWords + kTraceXFirst] = now_ns();
-        if (ok) batch_issue_x(a, xring, S, nx, ch);
+        if (ok) batch_issue_x(a, xring, S, ch, ch);
     }
     if (a.trace && threadIdx.x == 0) a.trace[blockIdx.x * kTraceWords + 1] = now_ns();
+    // the rings' stages of step ch and the weight barrier's phase, kept as counters: a run-time
+    // modulo is a chain of dependent instructions, and the step is a chain of them
+    int wst = 0, xst = 0;
+    uint32_t wpar = 0;
     for (int ch = 0; ch < kChunks && ok; ++ch) {
         if (!batch_wait_x(a, c, x_seen, ch + x_ahead)) {  // polled now, issued once step ch-1's stages are free
             ok = false;
             break;
         }
         async_wait_upto(x_ahead - 1);  // x steps 0..ch+x_ahead-1 issued: x(ch) has landed for this thread
-        const bool landed = batch_wait_w(a, c, sm, nst, ch);
+        const bool landed = batch_wait_w(a, c, sm, wst, wpar, ch);
         if (__syncthreads_or(!landed)) {  // for every thread: W(ch), x(ch); step ch-1's stages are free
             ok = false;
             break;
         }
         if (a.trace && threadIdx.x == 0) a.trace[blockIdx.x * kTraceWords + 2 + ch] = now_ns();
-        if (ch + w_ahead < kChunks) batch_issue_w<kBandGroups>(map, sm, nst, groups, G, band, ch + w_ahead, policy);
-        batch_issue_x(a, xring, S, nx, ch + x_ahead);
+        // steps ch + nst - 1 and ch + nx - 1 go where step ch - 1 was
+        if (ch + w_ahead < kChunks)
+            batch_issue_w<kBandGroups>(map, sm, groups, G, band, ch + w_ahead, wst ? wst - 1 : nst - 1, policy);
+        batch_issue_x(a, xring, S, xst ? xst - 1 : nx - 1, ch + x_ahead);
         // this warp's box (its k-quarter's 64 columns), rows of its groups
-        const uint32_t* w = Stage::at(sm, ch % nst) + (m.kw * Stage::kRows + g0 * k3::kGroupRows + wrow) * kBoxWords;
-        const uint32_t* xs = xring + (ch % nx) * S * GemvBatchSmem::kXRowWords + m.kw * (kChunkKSteps / kKQuarters) * 8;
+        const uint32_t* w = Stage::at(sm, wst) + (m.kw * Stage::kRows + g0 * k3::kGroupRows + wrow) * kBoxWords;
+        const uint32_t* xs = xring + xst * S * GemvBatchSmem::kXRowWords + m.kw * (kChunkKSteps / kKQuarters) * 8;
 #pragma unroll
         for (int st = 0; st < kChunkKSteps / kKQuarters; ++st) {  // k-step 4kw + st: box kw, its piece pair st
             const int piece = ((2 * st + lpiece) ^ lr) * 4;  // this lane's weight row address (swizzled)
@@ -280,6 +287,8 @@ __device__ __forceinline__ bool batch_steps(const KdaArgs& a, Ctl& c, const Weig
                 for (int u = 0; u < kTilesPerWarp; ++u) mma_bf16_16816(acc[gi][u], a[0], a[1], a[2], a[3], b[u][0], b[u][1]);
             }
         }
+        if (++wst == nst) wst = 0, wpar ^= 1u;
+        if (++xst == nx) xst = 0;
     }
     async_wait<0>();
     if (!ok) return false;  // the error word is set
