@@ -374,9 +374,10 @@ EmulateResult emulate(Prepared& prep, const EmulateOptions& o) {
     r += "monokda emulate: " + prep.fixture.str() + " (D " + std::to_string(cfg.D) + ", H " + std::to_string(cfg.H) +
          ", K " + std::to_string(cfg.K) + ", R " + std::to_string(cfg.R) + ", L " + std::to_string(cfg.L) + ", nb " +
          std::to_string(cfg.nb) + ", S " + std::to_string(cfg.S()) + ")\n";
-    r += "plan: " + std::to_string(plan.launch_blocks()) + " CTAs = " + std::to_string(plan.n_attn()) + " attn (slices of " +
-         std::to_string(pp.slice_width) + ") + " + std::to_string(plan.n_gemv()) + " gemv (" + std::to_string(plan.n_groups()) +
-         " groups of " + std::to_string(pp.gemv_group_rows) + "), " + std::to_string(plan.n_kda_tasks()) + " kda tasks (" +
+    r += "plan: " + std::to_string(plan.launch_blocks()) + " CTAs: " + std::to_string(plan.n_attn()) + " attn (slices of " +
+         std::to_string(pp.slice_width) + "), in_proj in " + std::to_string(plan.n_groups()) + " groups of " +
+         std::to_string(pp.gemv_group_rows) + " on " + std::to_string(plan.n_gemv()) + " CTAs (" +
+         (pp.gemv_every_cta ? "bands over every CTA" : "past the slices") + "), " + std::to_string(plan.n_kda_tasks()) + " kda tasks (" +
          std::to_string(plan.n_chunks()) + " chunks of " + std::to_string(pp.kda_chunk_rows) + " rows); " +
          (o.kda_teams > 1 ? "kda in " + std::to_string(o.kda_teams) + " teams a CTA (" +
                                 std::to_string(plan.blocks() - plan.launch_blocks()) + " team lists after the CTAs); "
