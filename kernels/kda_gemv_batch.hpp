@@ -5,12 +5,13 @@
 // engine (TMA) streams the weight near cuBLAS's rate only in few, large requests: one box of a
 // CTA's whole band of rows (the plan deals each gemv CTA one contiguous band of groups) a
 // 64-column step, where one thread issuing a small box a group caps the stream at about a third.
-// So a step is 256 columns: 4 band boxes (48 rows × 64 columns, 128-byte swizzle) issued by one
-// thread, completing on the step's mbarrier; 7 steps are in flight while one is used (5 when S > 32,
-// whose x ring needs the room). The bands are 3 groups because the plan spreads them over every CTA
-// (the pass was bound by each CTA's step, not by DRAM: docs/kernel.md, "gemv on every CTA"); on an
-// attn CTA the pass starts after its ATTN_X. A CTA whose groups are not one band (a hand-edited plan) gets one
-// 16-row box a group, one box a lane. x goes through cp.async, as many steps ahead as its share of
+// So a step is 256 columns: 4 band boxes (a wide band of 4–6 groups: 96 rows × 64 columns; a narrow
+// one of up to 3: 48 rows; 128-byte swizzle) issued by one thread, completing on the step's
+// mbarrier; 3 wide steps are in flight while one is used (2 when S > 32, whose x ring needs the
+// room), 7 narrow ones (5). The plan's bands are wide below 32 rows and narrow from there, where it
+// deals them over every CTA and an attn CTA's pass starts after its ATTN_X (docs/kernel.md, "gemv
+// bands"). A CTA whose groups are not one band (a hand-edited plan) gets one 16-row box a group,
+// one box a lane. x goes through cp.async, as many steps ahead as its share of
 // shared memory holds for this S, up to 3. The first steps' weights are in flight before x
 // exists. Same instructions, same waits (XRDY of every slice) and products (PROJ of every group,
 // released when the pass ends) as the plan's; only the interleaving differs.
@@ -200,8 +201,8 @@ __device__ __forceinline__ bool batch_wait_x(const KdaArgs& a, Ctl& c, int& seen
 }
 
 // What one warp computes in a pass: groups g0 .. g0 + kGroupsPerWarp - 1 of the band (groups past G
-// are computed and dropped: no guard inside the step), token tiles t0, t0 + 2, ... (kTilesPerWarp of them; tokens past S are the last token
-// again, computed and dropped).
+// are computed and dropped: no guard inside the step), token tiles t0, t0 + 2, ... (kTilesPerWarp
+// of them; tokens past S are the last token again, computed and dropped).
 struct BatchWarp {
     int kw, g0, t0;
 };
