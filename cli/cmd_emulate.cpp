@@ -13,7 +13,7 @@ using namespace monokda::emu;
 
 int cmd_emulate(const Args& args) {
     po::options_description opts("monokda emulate");
-    std::string fixture, config, schedule, inject, timeline, out, env_out, env_in, replay;
+    std::string fixture, config, schedule, inject, timeline, out, env_out, env_in, replay, gemv;
     int R, L, nb, blocks, resident, steps, orders, sweep, teams;
     uint64_t seed, fseed;
     opts.add_options()
@@ -24,6 +24,9 @@ int cmd_emulate(const Args& args) {
         ("nb", po::value(&nb)->default_value(4), "built-in fixture: AttnRes bank rows in use")
         ("fixture-seed", po::value(&fseed)->default_value(1), "built-in fixture: generator seed")
         ("blocks", po::value(&blocks)->default_value(0), "CTAs in the launch (default: 132 for k3, 24 for small)")
+        ("gemv-bands", po::value(&gemv)->default_value("auto"),
+         "who runs the in_proj bands: auto (the plan's choice: k3 from 32 rows every CTA, else SPEC) | spec (the "
+         "CTAs past the attn slices, SPEC §4) | every (every CTA, the attn CTAs after ATTN_X)")
         ("schedule", po::value(&schedule)->default_value("random"),
          "random | pct | pct:D | rr | delay:attn | delay:gemv | delay:kda | delay:cta:N")
         ("seed", po::value(&seed)->default_value(1), "scheduler seed")
@@ -48,7 +51,7 @@ int cmd_emulate(const Args& args) {
     pos.add("fixture", 1);
     po::variables_map vm;
     if (!parse_args(args,
-                    "monokda emulate [FIXTURE] [--config k3|small] [--R 2] [--L 4] [--nb 4] [--blocks N] "
+                    "monokda emulate [FIXTURE] [--config k3|small] [--R 2] [--L 4] [--nb 4] [--blocks N] [--gemv-bands auto|spec|every] "
                     "[--schedule random|pct|rr|delay:ROLE] [--seed S] [--resident N] [--steps K] [--amd] [--kda-teams N] "
                     "[--inject NAME] [--list-faults] [--timeline F] [-o OUT] [--envelope-out F] [--sweep N] "
                     "[--replay TOKEN]",
@@ -71,6 +74,9 @@ int cmd_emulate(const Args& args) {
     o.fixture.seed = fseed;
     if (blocks < 0) bad_input("--blocks must be >= 0");
     o.blocks = blocks;
+    if (gemv != "auto" && gemv != "spec" && gemv != "every")
+        bad_input("--gemv-bands must be auto, spec or every (got '" + gemv + "')");
+    o.gemv_every_cta = gemv == "auto" ? -1 : gemv == "every" ? 1 : 0;
     o.schedule = Schedule::parse(schedule);
     o.schedule.seed = seed;
     if (resident < 0) bad_input("--resident must be >= 0");

@@ -52,26 +52,37 @@ std::string FixtureSpec::str() const {
            std::to_string(seed);
 }
 
-// v1: one kda stream a CTA; v2 adds the kda teams field (tN) before the fixture.
+// v1: one kda stream a CTA, the plan's gemv bands; v2 adds the kda teams field (tN) before the
+// fixture; v3 has the teams field and the gemv bands field (g0 | g1) there, whatever their values.
 std::string make_token(const EmulateOptions& o) {
-    return std::string(o.kda_teams > 1 ? "v2/" : "v1/") + o.schedule.str() + "/" + std::to_string(o.schedule.seed) +
-           "/r" + std::to_string(o.resident) + "/k" + std::to_string(o.steps) + "/a" + (o.amd ? "1" : "0") + "/" +
-           to_string(o.fault) + "/b" + std::to_string(o.blocks) + "/" +
-           (o.kda_teams > 1 ? "t" + std::to_string(o.kda_teams) + "/" : "") + o.fixture.str();
+    const bool v3 = o.gemv_every_cta >= 0;
+    return std::string(v3 ? "v3/" : o.kda_teams > 1 ? "v2/" : "v1/") + o.schedule.str() + "/" +
+           std::to_string(o.schedule.seed) + "/r" + std::to_string(o.resident) + "/k" + std::to_string(o.steps) + "/a" +
+           (o.amd ? "1" : "0") + "/" + to_string(o.fault) + "/b" + std::to_string(o.blocks) + "/" +
+           (v3 || o.kda_teams > 1 ? "t" + std::to_string(o.kda_teams) + "/" : "") +
+           (v3 ? "g" + std::to_string(o.gemv_every_cta) + "/" : "") + o.fixture.str();
 }
 
 EmulateOptions apply_token(EmulateOptions o, const std::string& token) {
     auto p = split(token, '/');
     o.kda_teams = 1;
+    o.gemv_every_cta = -1;
+    if (p.size() == 11 && p[0] == "v3") {
+        if (p[9] != "g0" && p[9] != "g1") bad_input("replay token: bad gemv bands field '" + p[9] + "'");
+        o.gemv_every_cta = p[9] == "g1" ? 1 : 0;
+        p.erase(p.begin() + 9);
+        p[0] = "v2";
+    }
     if (p.size() == 10 && p[0] == "v2") {
         if (p[8].size() < 2 || p[8][0] != 't') bad_input("replay token: bad kda teams field '" + p[8] + "'");
-        o.kda_teams = int(parse_num(p[8].substr(1), "kda teams", 2, 8));
+        o.kda_teams = int(parse_num(p[8].substr(1), "kda teams", o.gemv_every_cta >= 0 ? 1 : 2, 8));
         p.erase(p.begin() + 8);
         p[0] = "v1";
     }
     if (p.size() != 9 || p[0] != "v1")
-        bad_input("replay token must look like v1/SCHEDULE/SEED/rN/kN/a0|1/FAULT/bN/FIXTURE or "
-                  "v2/SCHEDULE/SEED/rN/kN/a0|1/FAULT/bN/tN/FIXTURE (got '" + token + "')");
+        bad_input("replay token must look like v1/SCHEDULE/SEED/rN/kN/a0|1/FAULT/bN/FIXTURE, "
+                  "v2/SCHEDULE/SEED/rN/kN/a0|1/FAULT/bN/tN/FIXTURE or v3/SCHEDULE/SEED/rN/kN/a0|1/FAULT/bN/tN/g0|1/FIXTURE "
+                  "(got '" + token + "')");
     o.schedule = Schedule::parse(p[1]);
     o.schedule.seed = uint64_t(parse_num(p[2], "seed", 0, (long long)(~0ull >> 1)));
     if (p[3].size() < 2 || p[3][0] != 'r') bad_input("replay token: bad resident field '" + p[3] + "'");
@@ -170,6 +181,7 @@ Prepared prepare(const EmulateOptions& o, int steps) {
     p.seconds_fixture = since(t0);
     PlanParams pp = PlanParams::defaults_for(fixture_in.cfg);
     if (o.blocks > 0) pp.blocks = o.blocks;
+    if (o.gemv_every_cta >= 0) pp.gemv_every_cta = o.gemv_every_cta == 1;
     p.plan = Plan::build(fixture_in.cfg, pp);
     p.input = std::move(fixture_in);  // 100 MB for k3: moved, not copied
     extend(p, std::max(steps, 1));

@@ -33,6 +33,23 @@ TEST_CASE("a clean small run passes, prints the verdict and a replay token that 
     CHECK(steps(again.out).substr(0, 8) == steps(r.out).substr(0, 8));
 }
 
+TEST_CASE("--gemv-bands every runs the small preset with a band on every CTA, and its token replays it") {
+    CliResult r = run_cli({"emulate", "--config", "small", "--gemv-bands", "every", "--no-envelope"});
+    INFO(r.out);
+    CHECK(r.code == 0);
+    CHECK(contains(r.out, "VERDICT: PASS"));
+    CHECK(contains(r.out, "(bands over every CTA)"));
+    const size_t at = r.out.find("--replay v3/");
+    REQUIRE(at != std::string::npos);
+    const std::string token = r.out.substr(at + 9, r.out.find('\n', at) - at - 9);
+    CliResult again = run_cli({"emulate", "--replay", token, "--no-envelope"});
+    CHECK(again.code == 0);
+    CHECK(contains(again.out, "(bands over every CTA)"));
+    CliResult spec = run_cli({"emulate", "--config", "small", "--gemv-bands", "spec", "--no-envelope"});
+    CHECK(spec.code == 0);
+    CHECK(contains(spec.out, "(past the slices)"));
+}
+
 TEST_CASE("faults exit 1 with their verdict; --list-faults lists them") {
     CliResult l = run_cli({"emulate", "--list-faults"});
     CHECK(l.code == 0);
@@ -86,6 +103,7 @@ TEST_CASE("bad input exits 2 and writes nothing") {
         {"--config", "small", "--steps", "65"},
         {"--config", "small", "--blocks", "16"},
         {"--config", "small", "--blocks", "-3"},
+        {"--config", "small", "--gemv-bands", "all"},
         {"--config", "small", "--resident", "-1"},
         {"--config", "small", "--nb", "9"},
         {"--config", "small", "--L", "0"},

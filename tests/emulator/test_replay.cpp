@@ -52,6 +52,37 @@ TEST_CASE("replaying a token reproduces the verdict and the history, passing or 
     }
 }
 
+TEST_CASE("the gemv bands choice travels in a v3 token, with the kda teams") {
+    Prepared& p = small_prepared();
+    Prepared every = prepare([] { EmulateOptions o = small_options(); o.gemv_every_cta = 1; return o; }(), 1);
+    REQUIRE(every.plan.params().gemv_every_cta);
+    REQUIRE(!p.plan.params().gemv_every_cta);  // the small preset's default: SPEC §4's layout
+    for (int teams : {1, 2})
+        for (int g : {0, 1}) {
+            EmulateOptions o = small_options();
+            o.kda_teams = teams;
+            o.gemv_every_cta = g;
+            o.schedule = Schedule::parse("pct");
+            o.schedule.seed = 11;
+            const std::string t = make_token(o);
+            INFO(t);
+            CHECK(t.rfind("v3/", 0) == 0);
+            CHECK(contains(t, "/t" + std::to_string(teams) + "/g" + std::to_string(g) + "/small."));
+            const EmulateOptions back = apply_token(small_options(), t);
+            CHECK(back.gemv_every_cta == g);
+            CHECK(back.kda_teams == teams);
+            CHECK(make_token(back) == t);
+            EmulateResult first = emulate(g ? every : p, o), second = emulate(g ? every : p, back);
+            CHECK(first.verdict == Verdict::PASS);
+            CHECK(same_history(first.run, second.run));
+        }
+    // a v1 or v2 token leaves the choice to the plan
+    EmulateOptions o = small_options();
+    o.gemv_every_cta = 1;
+    CHECK(apply_token(o, "v1/random/1/r0/k1/a0/none/b0/small.R2.L4.nb4.s1").gemv_every_cta == -1);
+    CHECK(apply_token(o, "v2/random/1/r0/k1/a0/none/b0/t2/small.R2.L4.nb4.s1").gemv_every_cta == -1);
+}
+
 TEST_CASE("the history names CTA, role, stage and mailbox entry, one line per event") {
     Prepared& p = small_prepared();
     EmulateOptions o = small_options();
@@ -71,7 +102,11 @@ TEST_CASE("malformed replay tokens are bad input") {
                           "v1/random/1/q0/k1/a0/none/b0/small.R2.L4.nb4.s1", "v1/random/1/r0/k0/a0/none/b0/small.R2.L4.nb4.s1",
                           "v1/random/1/r0/k1/a2/none/b0/small.R2.L4.nb4.s1", "v1/random/1/r0/k1/a0/bogus/b0/small.R2.L4.nb4.s1",
                           "v1/random/1/r0/k1/a0/none/b0/small.R2.L4", "v1/random/1/r0/k1/a0/none/b0/file",
-                          "v1/random/-1/r0/k1/a0/none/b0/small.R2.L4.nb4.s1"}) {
+                          "v1/random/-1/r0/k1/a0/none/b0/small.R2.L4.nb4.s1",
+                          "v3/random/1/r0/k1/a0/none/b0/t1/g2/small.R2.L4.nb4.s1",
+                          "v3/random/1/r0/k1/a0/none/b0/t1/small.R2.L4.nb4.s1",
+                          "v3/random/1/r0/k1/a0/none/b0/g1/t1/small.R2.L4.nb4.s1",
+                          "v3/random/1/r0/k1/a0/none/b0/t0/g1/small.R2.L4.nb4.s1"}) {
         INFO(t);
         CHECK_THROWS_AS(apply_token(small_options(), t), BadInput);
     }
