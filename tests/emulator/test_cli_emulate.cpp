@@ -12,15 +12,24 @@ using namespace monokda;
 using namespace monokda::test;
 using namespace monokda::emu::test;
 
+namespace {
+
+// The token after "--replay " in a report ("" if none).
+std::string replay_token(const std::string& out) {
+    const size_t at = out.find("--replay ");
+    return at == std::string::npos ? "" : out.substr(at + 9, out.find('\n', at) - at - 9);
+}
+
+}  // namespace
+
 TEST_CASE("a clean small run passes, prints the verdict and a replay token that reproduces it") {
     CliResult r = run_cli({"emulate", "--config", "small", "--schedule", "pct", "--seed", "5"});
     INFO(r.out);
     CHECK(r.code == 0);
     CHECK(contains(r.out, "VERDICT: PASS"));
     CHECK(contains(r.out, "every output inside"));
-    const size_t at = r.out.find("--replay ");
-    REQUIRE(at != std::string::npos);
-    const std::string token = r.out.substr(at + 9, r.out.find('\n', at) - at - 9);
+    const std::string token = replay_token(r.out);
+    REQUIRE(token != "");
     CliResult again = run_cli({"emulate", "--replay", token});
     CHECK(again.code == 0);
     // same interleaving: same number of scheduler steps and ticks (the wall time may differ)
@@ -33,21 +42,17 @@ TEST_CASE("a clean small run passes, prints the verdict and a replay token that 
     CHECK(steps(again.out).substr(0, 8) == steps(r.out).substr(0, 8));
 }
 
-TEST_CASE("--gemv-bands every runs the small preset with a band on every CTA, and its token replays it") {
-    CliResult r = run_cli({"emulate", "--config", "small", "--gemv-bands", "every", "--no-envelope"});
-    INFO(r.out);
-    CHECK(r.code == 0);
-    CHECK(contains(r.out, "VERDICT: PASS"));
-    CHECK(contains(r.out, "(bands over every CTA)"));
-    const size_t at = r.out.find("--replay v3/");
-    REQUIRE(at != std::string::npos);
-    const std::string token = r.out.substr(at + 9, r.out.find('\n', at) - at - 9);
-    CliResult again = run_cli({"emulate", "--replay", token, "--no-envelope"});
-    CHECK(again.code == 0);
-    CHECK(contains(again.out, "(bands over every CTA)"));
-    CliResult spec = run_cli({"emulate", "--config", "small", "--gemv-bands", "spec", "--no-envelope"});
-    CHECK(spec.code == 0);
-    CHECK(contains(spec.out, "(past the slices)"));
+TEST_CASE("--gemv-bands every|spec runs the small preset with either layout, and its token replays it") {
+    for (const std::string g : {"every", "spec"}) {
+        const std::string layout = g == "every" ? "(bands over every CTA)" : "(past the slices)";
+        CliResult r = run_cli({"emulate", "--config", "small", "--gemv-bands", g, "--no-envelope"});
+        const std::string token = replay_token(r.out);
+        INFO(r.out);
+        CHECK((r.code == 0 && contains(r.out, "VERDICT: PASS") && contains(r.out, layout)));
+        REQUIRE(token.rfind("v3/", 0) == 0);
+        CliResult again = run_cli({"emulate", "--replay", token, "--no-envelope"});
+        CHECK((again.code == 0 && contains(again.out, layout)));
+    }
 }
 
 TEST_CASE("faults exit 1 with their verdict; --list-faults lists them") {
