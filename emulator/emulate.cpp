@@ -318,15 +318,11 @@ EmulateResult emulate(Prepared& prep, const EmulateOptions& o) {
     if (o.fault == Fault::too_few_resident) res.resident = need - 1;
     mo.resident = res.resident;
     extend(prep, res.steps);
-    // the steps' rows (a few MB); every step shares prep.input
-    std::vector<StepRows> fewer;
-    if (prep.rows.size() != size_t(res.steps)) fewer.assign(prep.rows.begin(), prep.rows.begin() + res.steps);
-    const std::vector<StepRows>& rows = fewer.empty() ? prep.rows : fewer;
     EmulateOptions tok = o;
     res.token = make_token(tok);
 
     auto t0 = std::chrono::steady_clock::now();
-    res.run = run_machine(res.plan, prep.input, rows, mo);
+    res.run = run_machine(res.plan, prep.input, prep.rows, res.steps, mo);  // every step shares prep.input
     res.seconds_run = since(t0);
     res.verdict = res.run.verdict;
     const Plan& plan = res.plan;

@@ -1124,19 +1124,21 @@ private:
 }  // namespace
 
 MachineResult run_machine(const Plan& plan, const StepInputs& in, const MachineOptions& opt) {
-    return run_machine(plan, in, std::vector<StepRows>(1), opt);
+    return run_machine(plan, in, std::vector<StepRows>(1), 1, opt);
 }
 
-MachineResult run_machine(const Plan& plan, const StepInputs& base, const std::vector<StepRows>& steps,
+MachineResult run_machine(const Plan& plan, const StepInputs& base, const std::vector<StepRows>& steps, int launches,
                           const MachineOptions& opt) {
     MachineResult r;
-    if (steps.empty()) bad_input("emulate: no step to run");
+    if (launches < 1 || size_t(launches) > steps.size())
+        bad_input("emulate: " + std::to_string(launches) + " launches asked of " + std::to_string(steps.size()) +
+                  " steps' rows");
     const Config& c = base.cfg;
     if (c.D != plan.config().D || c.N != plan.config().N || c.S() != plan.config().S() || c.H != plan.config().H ||
         c.K != plan.config().K || c.nb != plan.config().nb || c.L != plan.config().L)
         bad_input("emulate: the inputs' config does not match the plan's");
-    for (const StepRows& s : steps)
-        if ((!s.prefix.empty() && s.prefix.size() != base.prefix.size()) ||
+    for (int k = 0; k < launches; ++k)
+        if (const StepRows& s = steps[size_t(k)]; (!s.prefix.empty() && s.prefix.size() != base.prefix.size()) ||
             (!s.delta.empty() && s.delta.size() != base.delta.size()) ||
             (!s.blocks.empty() && s.blocks.size() != base.blocks.size()))
             bad_input("emulate: a step's rows do not match the inputs' shapes");
@@ -1148,8 +1150,8 @@ MachineResult run_machine(const Plan& plan, const StepInputs& base, const std::v
     uint32_t e = opt.epoch_start == 0 ? 1 : opt.epoch_start;
     const uint32_t first = e;
     try {
-        for (size_t k = 0; k < steps.size(); ++k) {
-            m.run_step(base, steps[k], int(k), e, first);
+        for (int k = 0; k < launches; ++k) {
+            m.run_step(base, steps[size_t(k)], k, e, first);
             e = next_epoch(e);
         }
     } catch (const Stop&) {

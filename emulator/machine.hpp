@@ -93,8 +93,9 @@ struct StepRows {
     std::vector<bf16> prefix, delta, blocks;
 };
 
-// K = steps.size() consecutive launches of the plan over one mailbox memory, never cleared.
-MachineResult run_machine(const Plan& plan, const StepInputs& base, const std::vector<StepRows>& steps,
+// `launches` consecutive launches of the plan (steps[0..launches-1]) over one mailbox memory, never
+// cleared; BadInput if steps holds fewer.
+MachineResult run_machine(const Plan& plan, const StepInputs& base, const std::vector<StepRows>& steps, int launches,
                           const MachineOptions& opt);
 // One launch of `in`.
 MachineResult run_machine(const Plan& plan, const StepInputs& in, const MachineOptions& opt);

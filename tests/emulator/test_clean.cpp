@@ -129,13 +129,16 @@ TEST_CASE("residency: the plan's minimum passes, one fewer deadlocks, as the sta
     CHECK(contains(r.run.detail, "is not resident"));
 }
 
-TEST_CASE("a run's steps share step 0's inputs: rows of another shape are bad input, none is a plain launch") {
+TEST_CASE("a run's steps share step 0's inputs: rows of another shape or too few are bad input, none is a plain launch") {
     Prepared& p = small_prepared();
     StepRows bad = step_rows(p.input, 1);
     REQUIRE(!bad.prefix.empty());
     bad.delta.pop_back();
-    CHECK_THROWS_AS(run_machine(p.plan, p.input, std::vector<StepRows>{StepRows{}, bad}, MachineOptions{}), BadInput);
-    CHECK_THROWS_AS(run_machine(p.plan, p.input, std::vector<StepRows>{}, MachineOptions{}), BadInput);
+    CHECK_THROWS_AS(run_machine(p.plan, p.input, std::vector<StepRows>{StepRows{}, bad}, 2, MachineOptions{}), BadInput);
+    CHECK_THROWS_AS(run_machine(p.plan, p.input, std::vector<StepRows>{StepRows{}}, 0, MachineOptions{}), BadInput);
+    CHECK_THROWS_AS(run_machine(p.plan, p.input, std::vector<StepRows>{StepRows{}}, 2, MachineOptions{}), BadInput);
+    // rows past the launches asked for are not read (nor checked)
+    CHECK(run_machine(p.plan, p.input, std::vector<StepRows>{StepRows{}, bad}, 1, MachineOptions{}).verdict == Verdict::PASS);
     CHECK(step_rows(p.input, p.input.cfg.S()).prefix.empty());  // a whole turn: step 0's own rows
     const MachineResult one = run_machine(p.plan, p.input, MachineOptions{});
     REQUIRE(one.verdict == Verdict::PASS);
