@@ -49,10 +49,12 @@ gpu::KdaTensors tensors(const Config& c, const StepPtrs& p) {
 
 class KdaFusedStep final : public FusedStep {
 public:
+    explicit KdaFusedStep(const FusedChoices& choices) : choices_(choices) {}
     void prepare(const Config& step, const std::vector<StepPtrs>& sets, FusedVariant variant) override {
         gpu::check_supported(step);
-        Plan plan = gpu::device_plan(step);  // one CTA a multiprocessor, as the launcher requires
+        Plan plan = gpu::device_plan(step, choices_.gemv_bands);  // one CTA a multiprocessor, as the launcher requires
         gpu::LaunchOptions opt;  // the production launch: matrix-unit in_proj, no hand-off export
+        opt.weight_evict_first = choices_.weight_evict_first;
         if (variant != FusedVariant::full) {
             // drop the later roles' instructions; the mailboxes they would fill then have no
             // producer, which the launcher's plan check rightly calls a problem: skip that check
@@ -71,19 +73,20 @@ public:
     void check(void* stream) override { launcher_->check(stream); }
 
 private:
+    FusedChoices choices_;
     std::unique_ptr<gpu::KdaLauncher> launcher_;
     std::vector<gpu::KdaTensors> tensors_;
 };
 
 }  // namespace
 
-std::unique_ptr<FusedStep> make_fused_step(std::string& why) {
+std::unique_ptr<FusedStep> make_fused_step(const FusedChoices& choices, std::string& why) {
     const gpu::DeviceInfo info = gpu::probe();  // built: this file is compiled only with a GPU backend
     if (!info.present) {
         why = "not measured: " + info.why;
         return nullptr;
     }
-    return std::make_unique<KdaFusedStep>();
+    return std::make_unique<KdaFusedStep>(choices);
 }
 
 }  // namespace monokda::bench

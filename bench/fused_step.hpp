@@ -7,6 +7,7 @@
 
 #include "bench/step_ptrs.hpp"
 #include "core/config.hpp"
+#include "core/plan.hpp"
 
 namespace monokda::bench {
 
@@ -25,7 +26,13 @@ public:
     virtual void check(void* stream) = 0;             // the kernel's error word; throws on an error
 };
 
+// The launch choices a benchmark can vary (each default is the launcher's / the plan's own).
+struct FusedChoices {
+    bool weight_evict_first = true;            // gpu::LaunchOptions::weight_evict_first
+    GemvBands gemv_bands = GemvBands::by_plan;  // gpu::device_plan
+};
+
 // nullptr, with why set, when this build has no fused kernel or the device cannot run it.
-std::unique_ptr<FusedStep> make_fused_step(std::string& why);
+std::unique_ptr<FusedStep> make_fused_step(const FusedChoices& choices, std::string& why);
 
 }  // namespace monokda::bench

@@ -202,9 +202,15 @@ PerfRun run_gpu_bench(const GpuBenchOptions& opt, std::ostream& log) {
         << fmt(double(prop.l2CacheSize) / 1e6, 0) << " MB): no step finds its weights in L2\n";
 
     std::string why;
-    std::unique_ptr<FusedStep> fused = opt.fused ? make_fused_step(why) : nullptr;
+    std::unique_ptr<FusedStep> fused = opt.fused ? make_fused_step(opt.fused_choices, why) : nullptr;
     if (!opt.fused) why = "not measured (--no-fused)";
-    run.fused_status = fused ? "kernels/ launcher with its default options (one cooperative launch a step, no hand-off export)" : why;
+    const FusedChoices production;
+    const bool chosen = opt.fused_choices.weight_evict_first != production.weight_evict_first ||
+                        opt.fused_choices.gemv_bands != production.gemv_bands;
+    run.fused_status = !fused ? why
+                       : chosen ? "kernels/ launcher, one cooperative launch a step, no hand-off export, NOT the production "
+                                  "choices: see the command"
+                                : "kernels/ launcher with its default options (one cooperative launch a step, no hand-off export)";
     log << "fused kernel: " << run.fused_status << "\n";
 
     const int steps = run.steps_per_graph;

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "bench/fused_step.hpp"
 #include "bench/perf_report.hpp"
 #include "core/config.hpp"
 
@@ -22,6 +23,7 @@ struct GpuBenchOptions {
     int steps_per_set = 4;     // a graph holds sets·steps_per_set steps
     bool fused = true;         // measure the fused kernel when the build has it
     bool stages = true;        // per-stage variants of the unfused chain
+    FusedChoices fused_choices;  // launch choices of the fused kernel (defaults: the production launch)
     std::string commit, command;
 };
 

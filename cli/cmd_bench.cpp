@@ -5,6 +5,7 @@
 
 #include "cli/options.hpp"
 #include "core/atomic_write.hpp"
+#include "core/plan.hpp"
 #ifdef MONOKDA_HAVE_GPU_BENCH
 #include "bench/gpu_bench.hpp"
 #endif
@@ -19,7 +20,7 @@ namespace {
 int cmd_bench(const Args& args) {
     po::options_description opts("monokda bench");
     int R = 0, L = 0, nb = 4, reps = 200, sets = 4;
-    std::string out, commit, plant, shapes;
+    std::string out, commit, plant, shapes, evict, gemv;
     opts.add_options()
         ("R", po::value(&R), "requests (with --L: one shape instead of the sweep)")
         ("L", po::value(&L), "tokens a request (with --R)")
@@ -30,6 +31,11 @@ int cmd_bench(const Args& args) {
         ("sets", po::value(&sets)->default_value(4), "weight/state sets rotated through (>= 3)")
         ("no-fused", "skip the fused kernel")
         ("no-stages", "skip the per-stage variants of the unfused chain")
+        ("weight-evict", po::value(&evict)->default_value("first"),
+         "the fused kernel's in_proj weight copies in L2: first (evict-first, the default) | normal")
+        ("gemv-bands", po::value(&gemv)->default_value("auto"),
+         "who runs the fused kernel's in_proj bands: auto (the plan's choice) | spec (the CTAs past the attn "
+         "slices) | every (every CTA)")
         ("commit", po::value(&commit), "commit recorded in the results")
         ("output,o", po::value(&out), "results JSON (issue 6 schema); -detail.json, .md and .svg beside it")
         ("check", "instead of timing: check the unfused chain against the reference (exit 1 on a failure)")
@@ -37,13 +43,16 @@ int cmd_bench(const Args& args) {
     po::positional_options_description pos;
     po::variables_map vm;
     const std::string usage =
-        "monokda bench [--R R --L L | --shapes RxL,...] [--nb 4] [--block-write] [--reps 200] [--sets 4] [--no-fused] [-o results.json]\n"
+        "monokda bench [--R R --L L | --shapes RxL,...] [--nb 4] [--block-write] [--reps 200] [--sets 4] [--no-fused]\n"
+        "              [--weight-evict first|normal] [--gemv-bands auto|spec|every] [-o results.json]\n"
         "       monokda bench --check [--R R --L L --nb 4] [--plant TENSOR] [-o report.md]";
     if (!parse_args(args, usage, opts, pos, vm)) return 0;
     if (vm.count("R") != vm.count("L")) bad_input("--R and --L go together");
     if (vm.count("R") && (R < 1 || R > 64 || L < 1 || L > 8 || R * L > 64))
         bad_input("--R/--L: the benchmark runs R in 1..64, L in 1..8, R·L <= 64");
     if (vm.count("plant") && !vm.count("check")) bad_input("--plant needs --check");
+    if (evict != "first" && evict != "normal") bad_input("--weight-evict must be first or normal (got '" + evict + "')");
+    const GemvBands bands = parse_gemv_bands(gemv);
     std::vector<std::pair<int, int>> shape_list;
     if (vm.count("R")) shape_list.push_back({R, L});
     if (vm.count("shapes")) {
@@ -61,7 +70,7 @@ int cmd_bench(const Args& args) {
         if (shape_list.empty()) bad_input("--shapes: no shape given");
     }
 #ifndef MONOKDA_HAVE_GPU_BENCH
-    (void)nb; (void)reps; (void)sets;
+    (void)nb; (void)reps; (void)sets; (void)bands;
     bad_input("this monokda was built without CUDA; configure with -DMONOKDA_CUDA=ON to run the GPU benchmark");
 #else
     if (vm.count("check")) {
@@ -95,6 +104,8 @@ int cmd_bench(const Args& args) {
     o.sets = sets;
     o.fused = !vm.count("no-fused");
     o.stages = !vm.count("no-stages");
+    o.fused_choices.weight_evict_first = evict == "first";
+    o.fused_choices.gemv_bands = bands;
     o.commit = commit;
     o.command = "monokda bench";
     for (const auto& a : args) o.command += " " + a;

@@ -74,9 +74,7 @@ int cmd_emulate(const Args& args) {
     o.fixture.seed = fseed;
     if (blocks < 0) bad_input("--blocks must be >= 0");
     o.blocks = blocks;
-    if (gemv != "auto" && gemv != "spec" && gemv != "every")
-        bad_input("--gemv-bands must be auto, spec or every (got '" + gemv + "')");
-    o.gemv_every_cta = gemv == "auto" ? -1 : gemv == "every" ? 1 : 0;
+    o.gemv_bands = parse_gemv_bands(gemv);
     o.schedule = Schedule::parse(schedule);
     o.schedule.seed = seed;
     if (resident < 0) bad_input("--resident must be >= 0");

@@ -27,6 +27,17 @@ PlanParams PlanParams::k3_for(const Config& cfg, int blocks) {
     return p;
 }
 
+GemvBands parse_gemv_bands(const std::string& s) {
+    if (s == "auto") return GemvBands::by_plan;
+    if (s == "spec") return GemvBands::spec;
+    if (s == "every") return GemvBands::every;
+    bad_input("--gemv-bands must be auto, spec or every (got '" + s + "')");
+}
+
+void apply_gemv_bands(PlanParams& p, GemvBands b) {
+    if (b != GemvBands::by_plan) p.gemv_every_cta = b == GemvBands::every;
+}
+
 PlanParams PlanParams::defaults_for(const Config& cfg) {
     if (cfg.D == 7168) return k3_for(cfg, preset("k3").blocks);
     PlanParams p = preset("small");

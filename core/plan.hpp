@@ -46,6 +46,13 @@ struct PlanParams {
     void validate(const Config& cfg) const;
 };
 
+// Who runs in_proj's bands, as the emulator's and the benchmark's --gemv-bands name it: the plan's
+// choice for the step (auto: k3_for / defaults_for), SPEC §4's CTAs past the slices (spec), or every
+// CTA (every).
+enum class GemvBands { by_plan, spec, every };
+GemvBands parse_gemv_bands(const std::string& s);  // "auto" | "spec" | "every"; BadInput otherwise
+void apply_gemv_bands(PlanParams& p, GemvBands b);  // gemv_every_cta, unless by_plan
+
 enum class Role : int32_t { attn = 0, gemv = 1, kda = 2 };
 const char* to_string(Role r);
 

@@ -55,27 +55,27 @@ std::string FixtureSpec::str() const {
 // v1: one kda stream a CTA, the plan's gemv bands; v2 adds the kda teams field (tN) before the
 // fixture; v3 has the teams field and the gemv bands field (g0 | g1) there, whatever their values.
 std::string make_token(const EmulateOptions& o) {
-    const bool v3 = o.gemv_every_cta >= 0;
+    const bool v3 = o.gemv_bands != GemvBands::by_plan;
     return std::string(v3 ? "v3/" : o.kda_teams > 1 ? "v2/" : "v1/") + o.schedule.str() + "/" +
            std::to_string(o.schedule.seed) + "/r" + std::to_string(o.resident) + "/k" + std::to_string(o.steps) + "/a" +
            (o.amd ? "1" : "0") + "/" + to_string(o.fault) + "/b" + std::to_string(o.blocks) + "/" +
            (v3 || o.kda_teams > 1 ? "t" + std::to_string(o.kda_teams) + "/" : "") +
-           (v3 ? "g" + std::to_string(o.gemv_every_cta) + "/" : "") + o.fixture.str();
+           (v3 ? std::string(o.gemv_bands == GemvBands::every ? "g1/" : "g0/") : "") + o.fixture.str();
 }
 
 EmulateOptions apply_token(EmulateOptions o, const std::string& token) {
     auto p = split(token, '/');
     o.kda_teams = 1;
-    o.gemv_every_cta = -1;
+    o.gemv_bands = GemvBands::by_plan;
     if (p.size() == 11 && p[0] == "v3") {
         if (p[9] != "g0" && p[9] != "g1") bad_input("replay token: bad gemv bands field '" + p[9] + "'");
-        o.gemv_every_cta = p[9] == "g1" ? 1 : 0;
+        o.gemv_bands = p[9] == "g1" ? GemvBands::every : GemvBands::spec;
         p.erase(p.begin() + 9);
         p[0] = "v2";
     }
     if (p.size() == 10 && p[0] == "v2") {
         if (p[8].size() < 2 || p[8][0] != 't') bad_input("replay token: bad kda teams field '" + p[8] + "'");
-        o.kda_teams = int(parse_num(p[8].substr(1), "kda teams", o.gemv_every_cta >= 0 ? 1 : 2, 8));
+        o.kda_teams = int(parse_num(p[8].substr(1), "kda teams", o.gemv_bands != GemvBands::by_plan ? 1 : 2, 8));
         p.erase(p.begin() + 8);
         p[0] = "v1";
     }
@@ -181,7 +181,7 @@ Prepared prepare(const EmulateOptions& o, int steps) {
     p.seconds_fixture = since(t0);
     PlanParams pp = PlanParams::defaults_for(fixture_in.cfg);
     if (o.blocks > 0) pp.blocks = o.blocks;
-    if (o.gemv_every_cta >= 0) pp.gemv_every_cta = o.gemv_every_cta == 1;
+    apply_gemv_bands(pp, o.gemv_bands);
     p.plan = Plan::build(fixture_in.cfg, pp);
     p.input = std::move(fixture_in);  // 100 MB for k3: moved, not copied
     extend(p, std::max(steps, 1));

@@ -38,8 +38,7 @@ struct EmulateOptions {
     std::string envelope_in;     // use a saved envelope instead of computing one
     bool timeline = false;       // record spans for a timeline
     int kda_teams = 1;           // kda tasks a CTA runs side by side, as the NVIDIA kernel does (2): Plan::with_kda_teams
-    int gemv_every_cta = -1;     // in_proj bands: -1 the plan's default for the config (k3 from 32 rows: every
-                                 // CTA), 0 SPEC §4's CTAs past the slices, 1 every CTA (PlanParams::gemv_every_cta)
+    GemvBands gemv_bands = GemvBands::by_plan;  // who runs in_proj's bands (core/plan.hpp)
 };
 
 // The replay token: every choice of a run except a fixture file's path.

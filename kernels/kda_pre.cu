@@ -393,11 +393,6 @@ KdaLauncher::KdaLauncher(const Plan& plan, const LaunchOptions& opt) : impl_(new
     }
     if (opt.poll_timeout_ms < 1) bad_input("kda_pre: poll timeout must be at least 1 ms");
     impl_->opt = opt;
-    if (const char* w = std::getenv("MONOKDA_WEIGHT_EVICT")) {  // a measuring aid
-        if (std::strcmp(w, "first") != 0 && std::strcmp(w, "normal") != 0)
-            bad_input("MONOKDA_WEIGHT_EVICT must be first or normal, not '" + std::string(w) + "'");
-        impl_->opt.weight_evict_first = std::strcmp(w, "first") == 0;
-    }
 
     Impl& m = *impl_;
     m.words = plan.serialize();

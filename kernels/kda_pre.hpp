@@ -61,8 +61,9 @@ struct KdaTensors {
 // What the kernel supports: the production shape (SPEC §1 k3) and a step it can run. BadInput
 // naming the first field that does not fit.
 void check_supported(const Config& cfg);
-// The plan a launch on this device runs: the k3 parameters, one CTA a multiprocessor (probe().sms).
-Plan device_plan(const Config& cfg);
+// The plan a launch on this device runs: the k3 parameters, one CTA a multiprocessor (probe().sms),
+// in_proj's bands as the plan chooses them for the step unless `bands` says otherwise.
+Plan device_plan(const Config& cfg, GemvBands bands = GemvBands::by_plan);
 // Dtype, shape, strides, alignment (16 bytes where the kernel loads 16 bytes at a time) and
 // overlap of every view, against cfg. Host-only: reads no device memory. BadInput names the tensor.
 // Slot values and num_accepted live on the device: the kernel checks them before it writes
@@ -80,7 +81,7 @@ struct LaunchOptions {
     bool check_plan = true;
     // NVIDIA gemv pass: the weight's copies marked evict-first in L2, so that the 90 MB read once a
     // launch leaves before what the next launch reads again (code, states, small tensors);
-    // docs/performance.md has the A/B. MONOKDA_WEIGHT_EVICT=first|normal overrides (a measuring aid).
+    // docs/performance.md has the A/B (`monokda bench --weight-evict first|normal`).
     bool weight_evict_first = true;
 };
 

@@ -1,8 +1,6 @@
 // Host-side checks of a kda_pre launch: what the kernel supports and every device tensor view.
 // Plain C++ with no device access, so CPU-only builds compile and test it too.
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
 #include <string>
 
 #include "core/error.hpp"
@@ -74,13 +72,9 @@ void need_outer(const char* name, const View& v, const std::vector<int64_t>& min
 
 }  // namespace
 
-Plan device_plan(const Config& cfg) {
+Plan device_plan(const Config& cfg, GemvBands bands) {
     PlanParams p = PlanParams::k3_for(cfg, probe().sms);  // one CTA a multiprocessor
-    if (const char* g = std::getenv("MONOKDA_GEMV_EVERY_CTA")) {  // a measuring aid: "0" or "1" overrides k3_for
-        if (std::strcmp(g, "0") != 0 && std::strcmp(g, "1") != 0)
-            bad_input("MONOKDA_GEMV_EVERY_CTA must be 0 or 1, not '" + std::string(g) + "'");
-        p.gemv_every_cta = g[0] == '1';
-    }
+    apply_gemv_bands(p, bands);
     return Plan::build(cfg, p);
 }
 

@@ -40,6 +40,13 @@ TEST_CASE("bench option errors are bad input") {
     CHECK(run("bench --shapes 2x4,9").code == 2);        // not RxL
     CHECK(run("bench --shapes 2x4,16x8").code == 2);     // S > 64
     CHECK(run("bench --shapes 2x4 --R 2 --L 4").code == 2);
+    // the fused kernel's launch choices, checked before anything runs (in every build)
+    const Result evict = run("bench --R 2 --L 4 --weight-evict sometimes");
+    CHECK(evict.code == 2);
+    CHECK(evict.out.find("--weight-evict must be first or normal") != std::string::npos);
+    const Result bands = run("bench --R 2 --L 4 --gemv-bands all");
+    CHECK(bands.code == 2);
+    CHECK(bands.out.find("--gemv-bands must be auto, spec or every") != std::string::npos);
 }
 
 TEST_CASE("monokda-bench-cpu renders a detail file and refuses a broken one") {

@@ -54,14 +54,15 @@ TEST_CASE("replaying a token reproduces the verdict and the history, passing or 
 
 TEST_CASE("the gemv bands choice travels in a v3 token, with the kda teams") {
     Prepared& p = small_prepared();
-    Prepared every = prepare([] { EmulateOptions o = small_options(); o.gemv_every_cta = 1; return o; }(), 1);
+    Prepared every = prepare([] { EmulateOptions o = small_options(); o.gemv_bands = GemvBands::every; return o; }(), 1);
     REQUIRE(every.plan.params().gemv_every_cta);
     REQUIRE(!p.plan.params().gemv_every_cta);  // the small preset's default: SPEC §4's layout
     for (int teams : {1, 2})
-        for (int g : {0, 1}) {
+        for (GemvBands bands : {GemvBands::spec, GemvBands::every}) {
+            const int g = bands == GemvBands::every;
             EmulateOptions o = small_options();
             o.kda_teams = teams;
-            o.gemv_every_cta = g;
+            o.gemv_bands = bands;
             o.schedule = Schedule::parse("pct");
             o.schedule.seed = 11;
             const std::string t = make_token(o);
@@ -69,7 +70,7 @@ TEST_CASE("the gemv bands choice travels in a v3 token, with the kda teams") {
             CHECK(t.rfind("v3/", 0) == 0);
             CHECK(contains(t, "/t" + std::to_string(teams) + "/g" + std::to_string(g) + "/small."));
             const EmulateOptions back = apply_token(small_options(), t);
-            CHECK(back.gemv_every_cta == g);
+            CHECK(back.gemv_bands == bands);
             CHECK(back.kda_teams == teams);
             CHECK(make_token(back) == t);
             EmulateResult first = emulate(g ? every : p, o), second = emulate(g ? every : p, back);
@@ -78,9 +79,9 @@ TEST_CASE("the gemv bands choice travels in a v3 token, with the kda teams") {
         }
     // a v1 or v2 token leaves the choice to the plan
     EmulateOptions o = small_options();
-    o.gemv_every_cta = 1;
-    CHECK(apply_token(o, "v1/random/1/r0/k1/a0/none/b0/small.R2.L4.nb4.s1").gemv_every_cta == -1);
-    CHECK(apply_token(o, "v2/random/1/r0/k1/a0/none/b0/t2/small.R2.L4.nb4.s1").gemv_every_cta == -1);
+    o.gemv_bands = GemvBands::every;
+    CHECK(apply_token(o, "v1/random/1/r0/k1/a0/none/b0/small.R2.L4.nb4.s1").gemv_bands == GemvBands::by_plan);
+    CHECK(apply_token(o, "v2/random/1/r0/k1/a0/none/b0/t2/small.R2.L4.nb4.s1").gemv_bands == GemvBands::by_plan);
 }
 
 TEST_CASE("the history names CTA, role, stage and mailbox entry, one line per event") {
