@@ -64,7 +64,8 @@ constexpr size_t kSmemLimit = 65536;  // LDS a workgroup on gfx90a / gfx940
 #else
 constexpr size_t kSmemLimit = 232448;  // sm_90: shared memory a block may opt into
 #endif
-static_assert(kSmemBytes + sizeof(Ctl) <= kSmemLimit, "a role's shared memory does not fit the target");
+// the dynamic part, and the static control blocks (the CTA's and the kda teams')
+static_assert(kSmemBytes + (1 + kKdaTeams) * sizeof(Ctl) + 64 <= kSmemLimit, "a role's shared memory does not fit the target");
 
 // Which mailboxes hold tagged pairs: the stages below poll them so (Plan::is_tagged must agree;
 // the launcher checks).
