@@ -54,6 +54,7 @@ __device__ void attn_part(const KdaArgs& a, const Ctl& c, AttnSmem& sm, int j) {
         if (a.block_write) *reinterpret_cast<uint4*>(a.blocks + s * a.blocks_rs + nb * a.blocks_bs + col) = ov;
         for (int q = 0; q < 4; ++q) sm.src[s][kSourcesInShared ? nb : 0][(it % 16) * 4 + q] = o[q];
     }
+    if (threadIdx.x >= kThreads - kWave) warm_exp();  // the last warp's rows are loaded last, if at all
     for (int it = threadIdx.x; kSourcesInShared && it < nb * S * 16; it += kThreads) {
         const int i = it / (S * 16), s = it / 16 % S, q16 = it % 16;
         const uint4 v = __ldg(reinterpret_cast<const uint4*>(a.blocks + s * a.blocks_rs + i * a.blocks_bs + col0 + q16 * 8));

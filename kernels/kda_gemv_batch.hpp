@@ -243,6 +243,7 @@ __device__ __forceinline__ bool batch_steps(const KdaArgs& a, Ctl& c, const Weig
 
     const uint64_t policy = l2_policy(a.w_evict_first);
     for (int ch = 0; ch < w_ahead; ++ch) batch_issue_w<kBandGroups>(map, sm, groups, G, band, ch, ch, policy);  // before x exists
+    if (threadIdx.x >= kThreads - 32) warm_exp();  // for the kda tasks after the pass, while x is awaited
     bool ok = true;
     int x_seen = 0;  // XRDY slices 0..x_seen-1 seen ready (batch_wait_x)
     for (int ch = 0; ch < x_ahead && ok; ++ch) {

@@ -18,6 +18,9 @@ __device__ __forceinline__ uint32_t pack(float lo, float hi) { return uint32_t(r
 // cold (the kda bodies run once a launch; instruction fetch sets their pace, docs/performance.md).
 __device__ __noinline__ float exp_f(float x) { return float(exp(double(x))); }
 __device__ __forceinline__ float sigmoid_f(float z) { return 1.0f / (1.0f + exp_f(-z)); }
+// One exp_f on a warp that would otherwise wait: its code is then in this SM's instruction cache
+// before a chain that needs it (the gate's softmax, the kda gates) fetches it cold.
+__device__ __forceinline__ void warm_exp() { keep(exp_f(float(threadIdx.x % 32) * 0.125f)); }
 
 // Pairwise sum (ReductionOrder "pairwise") of 128 terms held 8 a lane by 16 consecutive lanes,
 // lane l holding terms 8l..8l+7: the in-lane tree (pairwise8) and then the butterfly over lanes 1,

@@ -274,6 +274,15 @@ __global__ void __launch_bounds__(kThreads, 1) kda_pre_kernel(const KdaArgs a, c
         if (threadIdx.x == 0 && blockIdx.x == 0) record_error(a, c, kErrGrid, ~0u, ~0u, gridDim.x, 0);
         ok = false;
     }
+    if (ok && threadIdx.x >= kWave && threadIdx.x < 2 * kWave) {
+        // the CTA's instruction list on its way into L1 while the slot checks load the step's
+        // indices: run_instructions then does not wait for it a line at a time
+        const int32_t* cta_begin = a.plan + kHeaderWords + 2 * kMailboxCount;
+        const int lane = int(threadIdx.x) - kWave, b = cta_begin[blockIdx.x], e = cta_begin[blockIdx.x + 1];
+        const Instr* ins = reinterpret_cast<const Instr*>(cta_begin + gridDim.x + 1);
+        constexpr int kPerLine = 128 / int(sizeof(Instr));
+        for (int l = b / kPerLine + lane; l * kPerLine < e; l += kWave) prefetch_l1(ins + l * kPerLine);
+    }
     if (ok) ok = step_values_ok(a, c);
     if (ok) run_instructions<kExactInProj>(a, c, &wmap, smem);
     async_wait<0>();

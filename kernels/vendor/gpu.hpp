@@ -106,6 +106,9 @@ __device__ __forceinline__ void async_commit() {}
 template <int Pending> __device__ __forceinline__ void async_wait() {}
 // gfx9 has no L2 prefetch instruction: the later load pays the trip
 __device__ __forceinline__ void prefetch_l2(const void*) {}
+__device__ __forceinline__ void prefetch_l1(const void*) {}
+// Keeps a value the program computes only for its side effect on the instruction cache
+__device__ __forceinline__ void keep(float v) { asm volatile("" ::"v"(v)); }
 __device__ __forceinline__ void st_f4(float* p, float x, float y, float z, float w) {
     *reinterpret_cast<float4*>(p) = make_float4(x, y, z, w);
 }
@@ -162,6 +165,10 @@ __device__ __forceinline__ void st_f4(float* p, float x, float y, float z, float
 }
 // Brings a 128-byte line into L2 and goes on (nothing to wait for)
 __device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
+// Brings a line into this SM's L1 (and L2) and goes on
+__device__ __forceinline__ void prefetch_l1(const void* p) { asm volatile("prefetch.global.L1 [%0];" ::"l"(p)); }
+// Keeps a value the program computes only for its side effect on the instruction cache
+__device__ __forceinline__ void keep(float v) { asm volatile("" ::"f"(v)); }
 // Hopper's bulk copy engine (TMA): global to shared, completion counted in bytes on an mbarrier.
 // The copies do not go through the SM's load/store unit, so a weight stream kept deep in flight
 // this way does not hold up the thread's own loads (x, flags) behind it.
