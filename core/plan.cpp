@@ -16,7 +16,7 @@ PlanParams PlanParams::preset(const std::string& name) {
 
 int PlanParams::k3_chunk_rows(const Config& cfg, int blocks) {
     constexpr int r = kSpecChunkRows;
-    return cfg.V % r == 0 && int64_t(cfg.R) * cfg.H * (cfg.V / r) <= blocks ? r : cfg.V;
+    return cfg.V % r == 0 && cfg.L >= kSpecChunkMinL && int64_t(cfg.R) * cfg.H * (cfg.V / r) <= blocks ? r : cfg.V;
 }
 
 PlanParams PlanParams::k3_for(const Config& cfg, int blocks) {

@@ -29,10 +29,11 @@ struct PlanParams {
     // The preset whose model dims match cfg: k3_for(cfg, 132) for D = 7168, "small" otherwise.
     static PlanParams defaults_for(const Config& cfg);
     // k3's kda tasks: SPEC §4's 16-row chunks (8 tasks a head, q/k and Σō² partials handed between
-    // them) while every such task has a CTA of its own (R·H·8 <= blocks: R = 1 on 132 CTAs); beyond
-    // that, one task a whole head, which hands nothing between CTAs and writes a head's states from
-    // one CTA. Measured both ways on the H200 (docs/kernel.md, "kda tasks").
-    static constexpr int kSpecChunkRows = 16;
+    // them) while every such task has a CTA of its own (R·H·8 <= blocks: R = 1 on 132 CTAs) and the
+    // step has at least kSpecChunkMinL tokens a request; otherwise one task a whole head, which hands
+    // nothing between CTAs and writes a head's states from one CTA (with one token, 64 KB: less than
+    // the chunks' two hand-offs cost). Measured both ways on the H200 (docs/kernel.md, "kda tasks").
+    static constexpr int kSpecChunkRows = 16, kSpecChunkMinL = 2;
     static int k3_chunk_rows(const Config& cfg, int blocks);
     // The k3 preset on `blocks` CTAs with k3_chunk_rows for cfg (the emulator's default and the GPU
     // launcher's plan, kernels/kda_validate.cpp device_plan).

@@ -232,18 +232,20 @@ TEST_CASE("k3's in_proj bands follow the step: past the slices below 32 rows, ov
     CHECK(!PlanParams::defaults_for(small()).gemv_every_cta);  // the small preset keeps SPEC §4's layout
 }
 
-TEST_CASE("k3's kda task shape follows the step: 16-row chunks while each has a CTA, else one task a head") {
+TEST_CASE("k3's kda task shape follows the step: 16-row chunks while each has a CTA and L >= 2, else one task a head") {
     Config c = k3();
     auto rows = [&](int R, int L, int blocks) {
         c.R = R, c.L = L;
         return PlanParams::k3_chunk_rows(c, blocks);
     };
-    CHECK(rows(1, 1, 132) == 16);   // 96 chunk tasks <= 132 CTAs
+    CHECK(rows(1, 2, 132) == 16);   // 96 chunk tasks <= 132 CTAs
     CHECK(rows(1, 8, 132) == 16);   // L does not change the task count
+    CHECK(rows(1, 1, 132) == 128);  // one token: a head on one CTA beats the chunks' hand-offs (kSpecChunkMinL)
     CHECK(rows(2, 4, 132) == 128);  // 192 > 132
     CHECK(rows(64, 1, 132) == 128);
-    CHECK(rows(2, 1, 192) == 16);   // exactly one CTA each
-    CHECK(rows(2, 1, 191) == 128);
+    CHECK(rows(2, 2, 192) == 16);   // exactly one CTA each
+    CHECK(rows(2, 2, 191) == 128);
+    CHECK(rows(2, 1, 192) == 128);  // one token
     CHECK(rows(2, 4, 256) == 16);   // an MI355X-class part
     c.R = 1, c.L = 4;
     CHECK(PlanParams::defaults_for(c).kda_chunk_rows == 16);
