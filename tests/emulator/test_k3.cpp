@@ -91,6 +91,23 @@ TEST_CASE("k3 with one request: SPEC §4's 16-row chunks, their QK and ONRM hand
     }
 }
 
+TEST_CASE("k3 plain decode (R = L = 1): one kda task a head on the attn CTAs, bit for bit") {
+    EmulateOptions o;
+    o.fixture.R = 1, o.fixture.L = 1;
+    o.envelope_orders = -1;  // the envelope is the default run's business; this checks the plan's shape
+    Prepared p = prepare(o, 1);
+    REQUIRE(p.plan.n_chunks() == 1);  // PlanParams::kSpecChunkMinL: one token is no reason to hand q/k over
+    for (int h = 0; h < 12; ++h) CHECK(p.plan.kda_cta(0, h, 0) < p.plan.n_attn());  // no gemv CTA runs a task
+    for (const char* s : {"random", "pct", "delay:kda"}) {
+        o.schedule = Schedule::parse(s);
+        o.kda_teams = 2;
+        EmulateResult r = emulate(p, o);
+        INFO(r.report);
+        REQUIRE(r.verdict == Verdict::PASS);
+        CHECK(first_different(r.run.outputs[0], ref::run<float>(p.input, p.plan.reduction_order())) == "");
+    }
+}
+
 TEST_CASE("k3 at 32 rows: the in_proj bands on every CTA, attn CTAs after their ATTN_X, bit for bit") {
     EmulateOptions o;
     o.fixture.R = 8, o.fixture.L = 4;
