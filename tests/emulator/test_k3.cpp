@@ -19,6 +19,18 @@ void same_diff(const TensorDiff& a, const TensorDiff& b) {
     CHECK(a.max_ulp == b.max_ulp);
 }
 
+// The step emulated under each schedule: PASS, and the reference in the plan's order bit for bit.
+void bit_for_bit(Prepared& p, EmulateOptions o, std::initializer_list<const char*> schedules) {
+    const StepOutputs<float> expect = ref::run<float>(p.input, p.plan.reduction_order());
+    for (const char* s : schedules) {
+        o.schedule = Schedule::parse(s);
+        EmulateResult r = emulate(p, o);
+        INFO(s, ": ", r.report);
+        REQUIRE(r.verdict == Verdict::PASS);
+        CHECK(first_different(r.run.outputs[0], expect) == "");
+    }
+}
+
 }  // namespace
 
 TEST_CASE("k3 default run") {
@@ -82,13 +94,7 @@ TEST_CASE("k3 with one request: SPEC §4's 16-row chunks, their QK and ONRM hand
         for (int i = 0; i < int(p.plan.instrs(cta).size()); ++i)
             for (const Plan::Wait& w : p.plan.waits(cta, i)) sibling_wait |= w.entry.box == Mailbox::QK || w.entry.box == Mailbox::ONRM;
     CHECK(sibling_wait);
-    for (const char* s : {"random", "pct"}) {
-        o.schedule = Schedule::parse(s);
-        EmulateResult r = emulate(p, o);
-        INFO(r.report);
-        REQUIRE(r.verdict == Verdict::PASS);
-        CHECK(first_different(r.run.outputs[0], ref::run<float>(p.input, p.plan.reduction_order())) == "");
-    }
+    bit_for_bit(p, o, {"random", "pct"});
 }
 
 TEST_CASE("k3 plain decode (R = L = 1): one kda task a head on the attn CTAs, bit for bit") {
@@ -98,14 +104,8 @@ TEST_CASE("k3 plain decode (R = L = 1): one kda task a head on the attn CTAs, bi
     Prepared p = prepare(o, 1);
     REQUIRE(p.plan.n_chunks() == 1);  // PlanParams::kSpecChunkMinL: one token is no reason to hand q/k over
     for (int h = 0; h < 12; ++h) CHECK(p.plan.kda_cta(0, h, 0) < p.plan.n_attn());  // no gemv CTA runs a task
-    for (const char* s : {"random", "pct", "delay:kda"}) {
-        o.schedule = Schedule::parse(s);
-        o.kda_teams = 2;
-        EmulateResult r = emulate(p, o);
-        INFO(r.report);
-        REQUIRE(r.verdict == Verdict::PASS);
-        CHECK(first_different(r.run.outputs[0], ref::run<float>(p.input, p.plan.reduction_order())) == "");
-    }
+    o.kda_teams = 2;
+    bit_for_bit(p, o, {"random", "pct", "delay:kda"});
 }
 
 TEST_CASE("k3 at 32 rows: the in_proj bands on every CTA, attn CTAs after their ATTN_X, bit for bit") {
@@ -115,13 +115,7 @@ TEST_CASE("k3 at 32 rows: the in_proj bands on every CTA, attn CTAs after their 
     Prepared p = prepare(o, 1);
     REQUIRE(p.plan.params().gemv_every_cta);  // PlanParams::k3_for from kSpreadGemvMinS rows
     REQUIRE(p.plan.gemv_cta(p.plan.n_groups() - 1) < p.plan.n_attn());  // the last bands sit on attn CTAs
-    for (const char* s : {"random", "pct", "delay:attn"}) {
-        o.schedule = Schedule::parse(s);
-        EmulateResult r = emulate(p, o);
-        INFO(r.report);
-        REQUIRE(r.verdict == Verdict::PASS);
-        CHECK(first_different(r.run.outputs[0], ref::run<float>(p.input, p.plan.reduction_order())) == "");
-    }
+    bit_for_bit(p, o, {"random", "pct", "delay:attn"});
     // a lost x flag: every CTA with a band waits for it, attn CTA 1's own band included
     o.fault = Fault::missing_xrdy;
     EmulateResult f = emulate(p, o);
