@@ -59,16 +59,23 @@ constexpr size_t kKdaBytes = std::max(kKdaTeams * kKdaSmemStride<kChunkRows>, kK
 constexpr size_t kSmemBytes = std::max(std::max(sizeof(AttnSmem), kGemvSmemBytes),
                                        std::max(kKdaBytes<k3::kChunkRowsSpec>, kKdaBytes<k3::kChunkRowsHead>));
 constexpr int kHeaderWords = int(sizeof(PlanHeader) / 4);
+// Plan::serialize()'s layout: cta_begin[blocks + 1] after the header and the mailbox tables, then the
+// instructions (4 words each); CTA n runs instrs[cta_begin[n] .. cta_begin[n + 1]).
+constexpr int kCtaBeginWord = kHeaderWords + 2 * kMailboxCount;
+__device__ __forceinline__ const int32_t* plan_cta_begin(const int32_t* plan) { return plan + kCtaBeginWord; }
+template <class Count>  // the header's int32 count, or the grid's unsigned one once they are checked equal
+__device__ __forceinline__ const Instr* plan_instrs(const int32_t* plan, Count blocks) {
+    return reinterpret_cast<const Instr*>(plan_cta_begin(plan) + blocks + 1);
+}
 #if MONOKDA_AMD
 constexpr size_t kSmemLimit = 65536;  // LDS a workgroup on gfx90a / gfx940
 #else
 constexpr size_t kSmemLimit = 232448;  // sm_90: shared memory a block may opt into
 #endif
-// the dynamic part, and the static control blocks: the CTA's, and (NVIDIA) the kda teams' of each of
-// run_kda's two instantiations (one set passed down from the kernel instead measured 1.6 µs slower
-// at 8 × 8),
-// and 16 bytes for the rest (ptxas: 928 bytes static; the sum is 232 424 of 232 448: a larger
-// control block or role must make room first)
+// The dynamic part and the static control blocks: the CTA's and (NVIDIA) the kda teams' of each of
+// run_kda's two instantiations (one set passed down from the kernel measured 1.6 µs slower at
+// 8 × 8), plus 16 bytes for the rest (ptxas: 928 bytes static). The sum is 232 424 of 232 448: a
+// larger control block or role must make room first.
 static_assert(kSmemBytes + (1 + (kKdaTeams > 1 ? 2 * kKdaTeams : 0)) * sizeof(Ctl) + 16 <= kSmemLimit,
               "a role's shared memory does not fit the target");
 
@@ -187,8 +194,8 @@ __device__ bool run_kda(const KdaArgs& a, Ctl& c, const Instr* ins, int first, i
 template <bool kExactInProj>
 __device__ __forceinline__ bool run_instructions(const KdaArgs& a, Ctl& c, const WeightMap* wmap, unsigned char* smem) {
     const PlanHeader* h = reinterpret_cast<const PlanHeader*>(a.plan);
-    const int32_t* cta_begin = a.plan + kHeaderWords + 2 * kMailboxCount;
-    const Instr* ins = reinterpret_cast<const Instr*>(cta_begin + h->blocks + 1);
+    const int32_t* cta_begin = plan_cta_begin(a.plan);
+    const Instr* ins = plan_instrs(a.plan, h->blocks);
     AttnSmem& attn = *reinterpret_cast<AttnSmem*>(smem);
     GemvSmem& gemv = *reinterpret_cast<GemvSmem*>(smem);
     const int end = cta_begin[blockIdx.x + 1];
@@ -282,9 +289,9 @@ __global__ void __launch_bounds__(kThreads, 1) kda_pre_kernel(const KdaArgs a, c
     if (ok && threadIdx.x >= kWave && threadIdx.x < 2 * kWave) {
         // the CTA's instruction list on its way into L1 while the slot checks load the step's
         // indices: run_instructions then does not wait for it a line at a time
-        const int32_t* cta_begin = a.plan + kHeaderWords + 2 * kMailboxCount;
+        const int32_t* cta_begin = plan_cta_begin(a.plan);
         const int lane = int(threadIdx.x) - kWave, b = cta_begin[blockIdx.x], e = cta_begin[blockIdx.x + 1];
-        const Instr* ins = reinterpret_cast<const Instr*>(cta_begin + gridDim.x + 1);
+        const Instr* ins = plan_instrs(a.plan, gridDim.x);  // the plan's CTA count, checked above
         constexpr int kPerLine = 128 / int(sizeof(Instr));
         for (int l = b / kPerLine + lane; l * kPerLine < e; l += kWave) prefetch_l1(ins + l * kPerLine);
     }
@@ -530,7 +537,7 @@ void KdaLauncher::check(void* stream) {
                       ss(L) + " (found on the device; nothing was written)");
         case kErrTimeout: {
             std::string where = "CTA " + ss(e.cta);
-            const int begin = impl_->words[size_t(kHeaderWords + 2 * kMailboxCount) + e.cta];
+            const int begin = impl_->words[size_t(kCtaBeginWord) + e.cta];
             const int local = int(e.instr) - begin;
             if (e.cta < uint32_t(p.blocks()) && local >= 0 && local < int(p.instrs(int(e.cta)).size()))
                 where += " " + p.describe(p.instrs(int(e.cta))[size_t(local)]);
