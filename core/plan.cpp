@@ -425,7 +425,7 @@ std::vector<int32_t> Plan::serialize() const {
     for (const auto& l : instrs_) total += int(l.size());
     h.total_instrs = total;
     const int hw = int(sizeof(PlanHeader) / 4);
-    h.total_words = hw + 2 * kMailboxCount + (blocks() + 1) + 4 * total;
+    h.total_words = kPlanCtaBeginWord + (blocks() + 1) + 4 * total;
     std::vector<int32_t> w(size_t(h.total_words));
     std::memcpy(w.data(), &h, sizeof h);
     size_t at = size_t(hw);
@@ -447,7 +447,7 @@ PlanHeader Plan::read_header(const std::vector<int32_t>& words) {
     if (h.version != kPlanVersion) bad_input("plan buffer: version " + std::to_string(h.version) + " (expected " +
                                              std::to_string(kPlanVersion) + ")");
     if (h.blocks < 1 || h.total_instrs < 0 || h.total_words != int64_t(words.size()) ||
-        int64_t(sizeof(PlanHeader) / 4) + 2 * kMailboxCount + (int64_t(h.blocks) + 1) + 4 * int64_t(h.total_instrs) !=
+        int64_t(kPlanCtaBeginWord) + (int64_t(h.blocks) + 1) + 4 * int64_t(h.total_instrs) !=
             int64_t(h.total_words))
         bad_input("plan buffer: sizes in the header do not match its length");
     return h;

@@ -127,6 +127,8 @@ struct PlanHeader {
     int32_t total_instrs;
     int32_t total_words;  // length of the whole serialisation in int32 words
 };
+// the word where cta_begin starts (after the header and the two mailbox tables)
+constexpr int kPlanCtaBeginWord = int(sizeof(PlanHeader) / 4) + 2 * kMailboxCount;
 constexpr int32_t kPlanMagic = 0x4c504b4d;  // "MKPL"
 constexpr int32_t kPlanVersion = 1;
 

@@ -59,10 +59,9 @@ constexpr size_t kKdaBytes = std::max(kKdaTeams * kKdaSmemStride<kChunkRows>, kK
 constexpr size_t kSmemBytes = std::max(std::max(sizeof(AttnSmem), kGemvSmemBytes),
                                        std::max(kKdaBytes<k3::kChunkRowsSpec>, kKdaBytes<k3::kChunkRowsHead>));
 constexpr int kHeaderWords = int(sizeof(PlanHeader) / 4);
-// Plan::serialize()'s layout: cta_begin[blocks + 1] after the header and the mailbox tables, then the
-// instructions (4 words each); CTA n runs instrs[cta_begin[n] .. cta_begin[n + 1]).
-constexpr int kCtaBeginWord = kHeaderWords + 2 * kMailboxCount;
-__device__ __forceinline__ const int32_t* plan_cta_begin(const int32_t* plan) { return plan + kCtaBeginWord; }
+// Plan::serialize()'s layout: cta_begin[blocks + 1] from kPlanCtaBeginWord, then the instructions (4
+// words each); CTA n runs instrs[cta_begin[n] .. cta_begin[n + 1]).
+__device__ __forceinline__ const int32_t* plan_cta_begin(const int32_t* plan) { return plan + kPlanCtaBeginWord; }
 template <class Count>  // the header's int32 count, or the grid's unsigned one once they are checked equal
 __device__ __forceinline__ const Instr* plan_instrs(const int32_t* plan, Count blocks) {
     return reinterpret_cast<const Instr*>(plan_cta_begin(plan) + blocks + 1);
@@ -537,7 +536,7 @@ void KdaLauncher::check(void* stream) {
                       ss(L) + " (found on the device; nothing was written)");
         case kErrTimeout: {
             std::string where = "CTA " + ss(e.cta);
-            const int begin = impl_->words[size_t(kCtaBeginWord) + e.cta];
+            const int begin = impl_->words[size_t(kPlanCtaBeginWord) + e.cta];
             const int local = int(e.instr) - begin;
             if (e.cta < uint32_t(p.blocks()) && local >= 0 && local < int(p.instrs(int(e.cta)).size()))
                 where += " " + p.describe(p.instrs(int(e.cta))[size_t(local)]);
