@@ -7,12 +7,12 @@
 // 64-column step, where one thread issuing a small box a group caps the stream at about a third.
 // So a step is 256 columns: 4 band boxes (a wide band of 4–6 groups: 96 rows × 64 columns; a narrow
 // one of up to 3: 48 rows; 128-byte swizzle) issued by one thread, completing on the step's
-// mbarrier; 3 wide steps are in flight while one is used (2 when S > 32, whose x ring needs the
-// room), 7 narrow ones (5). The plan's bands are wide below 32 rows and narrow from there, where it
-// deals them over every CTA and an attn CTA's pass starts after its ATTN_X (docs/kernel.md, "gemv
-// bands"). A CTA whose groups are not one band (a hand-edited plan) gets one 16-row box a group,
-// one box a lane. x goes through cp.async, as many steps ahead as its share of
-// shared memory holds for this S, up to 3. The first steps' weights are in flight before x
+// mbarrier; up to 16 rows 3 wide steps or 7 narrow ones are in flight while one is used, above
+// 16 rows 2 of either (BatchStage::count). The plan's bands are wide below 32 rows and narrow from
+// there, where it deals them over every CTA and an attn CTA's pass starts after its ATTN_X
+// (docs/kernel.md, "gemv bands"). A CTA whose groups are not one band (a hand-edited plan) gets one 16-row box a group,
+// one box a lane. x goes through cp.async, as many steps ahead as the rest of the
+// pass's shared memory holds for this S, up to 3. The first steps' weights are in flight before x
 // exists. Same instructions, same waits (XRDY of every slice) and products (PROJ of every group,
 // released when the pass ends) as the plan's; only the interleaving differs.
 //
@@ -57,6 +57,7 @@ struct GemvBatchSmem {
     static constexpr int kMaxWStages = 8;
     static constexpr int kDeepMaxS = 32;  // up to this S, 4 steps of 6 groups (8 of 3) and a 2-step x ring fit
     // weight stages first, then the x ring in what is left: S rows a step, as many steps as fit
+    // (the buffer also holds the pass's partials, red, at the end)
     static constexpr int kBufWords = 4 * kWideStageWords + 2 * kDeepMaxS * kXRowWords;
     union {
         uint32_t buf[kBufWords];
@@ -65,14 +66,18 @@ struct GemvBatchSmem {
     uint64_t full[kMaxWStages];  // weight step landed (the boxes' bytes), one phase a use
 };
 // A pass's stages, for a band of kBandGroups (3 or 6) groups: a step is 4 pieces of 16·kBandGroups
-// rows; 4 steps of 6 groups fit with the x ring up to kDeepMaxS, 3 above (whose x ring needs the
-// room), twice as many of 3. Compile-time in the pass's loop: with the band's shape read at run
-// time, the steps measured 5-20 % slower.
+// rows. Compile-time in the pass's loop: with the band's shape read at run time, the steps measured
+// 5-20 % slower. count(S): fewer stages than the buffer holds, chosen by measurement on the H200
+// (docs/results/2026-11-30-h200-weight-stages.md): from 17 rows on, a deep weight ring left the x
+// ring 1–2 steps and its copies, read from L2 behind the weight's own traffic, set the step's pace.
+// 3 stages of either width above 16 rows instead of 4–8 took 4–10 µs off every shape of 24–64
+// rows (the step at 64 rows 1.65 → 1.37 µs). Up to 16 rows the x ring holds 4 steps anyway and the
+// ring stays as deep as it fits (4 wide, 8 narrow): 3 wide stages there cost 1 µs at 1 × 1.
 template <int kBandGroups>
 struct BatchStage {
     static_assert(kBandGroups == kBoxGroups || kBandGroups == kBatchGroups, "a narrow or a wide band");
     static constexpr int kRows = kBandGroups * k3::kGroupRows, kWords = kBoxesPerStep * kRows * kBoxWords;
-    __device__ static int count(int S) { return (S <= GemvBatchSmem::kDeepMaxS ? 4 : 3) * (kBatchGroups / kBandGroups); }
+    __device__ static int count(int S) { return S <= 16 ? 4 * (kBatchGroups / kBandGroups) : 3; }
     __device__ static uint32_t* at(GemvBatchSmem& sm, int st) { return sm.buf + st * kWords; }  // [piece][row][word]
 };
 static_assert(BatchStage<kBoxGroups>::kWords * 8 == GemvBatchSmem::kWideStageWords * 4, "stages of either width fill the same room");
@@ -215,7 +220,8 @@ __device__ __forceinline__ bool batch_steps(const KdaArgs& a, Ctl& c, const Weig
     using Stage = BatchStage<kBandGroups>;
     const int S = a.S, lane = threadIdx.x % 32, g = lane / 4, cq = lane % 4;
     uint32_t* xring = Stage::at(sm, nst);
-    // the x ring: as many steps as fit, up to kXAhead + 1 (2 at S = 64); x runs nx - 1 steps ahead.
+    // the x ring: as many steps as fit, up to kXAhead + 1 (4 for every band the plan deals, with
+    // BatchStage::count); x runs nx - 1 steps ahead.
     // Not more: a thread's cp.async copies queue behind its earlier ones, so issuing all 28 steps of
     // x at S = 1 before the first product took 7 µs (trace: first XRDY seen at 18.5 µs, the x
     // copies issued at 25.3 µs)
