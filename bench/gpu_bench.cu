@@ -204,9 +204,7 @@ PerfRun run_gpu_bench(const GpuBenchOptions& opt, std::ostream& log) {
     std::string why;
     std::unique_ptr<FusedStep> fused = opt.fused ? make_fused_step(opt.fused_choices, why) : nullptr;
     if (!opt.fused) why = "not measured (--no-fused)";
-    const FusedChoices production;
-    const bool chosen = opt.fused_choices.weight_evict_first != production.weight_evict_first ||
-                        opt.fused_choices.gemv_bands != production.gemv_bands;
+    const bool chosen = !opt.fused_choices.is_production();
     run.fused_status = !fused ? why
                        : chosen ? "kernels/ launcher, one cooperative launch a step, no hand-off export, NOT the production "
                                   "choices: see the command"
