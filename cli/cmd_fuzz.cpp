@@ -104,9 +104,9 @@ int cmd_fuzz(const Args& args) {
     fo.config = config;
     fo.iters = vm.count("iters") ? iters : (vm.count("time") ? 0 : 1000);
     fo.seconds = seconds;
-    if (vm.count("iters") && iters <= 0) bad_input("--iters must be positive");
+    if (vm.count("iters")) require_range("--iters", iters, 1);
     if (vm.count("time") && !(seconds > 0)) bad_input("--time must be positive");
-    if (jobs < 0) bad_input("--jobs must be >= 0");
+    require_range("--jobs", jobs, 0);
     fo.seed = seed;
     fo.jobs = jobs;
     if (per_case != "all") {

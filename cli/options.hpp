@@ -1,8 +1,9 @@
 // Shared Boost.Program_options plumbing: parse, print --help, turn option errors into BadInput;
-// and the value parsing subcommands share (comma-separated lists, whole numbers).
+// and the value checks every subcommand makes the same way (lists, whole numbers, ranges).
 #pragma once
 #include <boost/program_options.hpp>
 #include <cerrno>
+#include <climits>
 #include <cstdlib>
 #include <iostream>
 #include <optional>
@@ -52,6 +53,13 @@ inline std::optional<long> parse_int(const std::string& text) {
     const long v = std::strtol(text.c_str(), &end, 10);
     if (*end || errno == ERANGE) return std::nullopt;
     return v;
+}
+
+// BadInput, naming the option and its value, unless lo <= value <= hi (no hi: no upper bound).
+inline void require_range(const std::string& option, long long value, long long lo, long long hi = LLONG_MAX) {
+    if (value >= lo && value <= hi) return;
+    const std::string range = hi == LLONG_MAX ? ">= " + std::to_string(lo) : "in " + std::to_string(lo) + ".." + std::to_string(hi);
+    bad_input(option + " must be " + range + " (got " + std::to_string(value) + ")");
 }
 
 }  // namespace monokda::cli
