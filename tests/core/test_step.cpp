@@ -48,6 +48,18 @@ TEST_CASE("a fixture survives to_file / from_file unchanged, in both layouts") {
     }
 }
 
+TEST_CASE("with_conv_layout moves every conv_state entry and nothing else") {
+    const StepInputs sd = make_fixture(small(3, 4, 5, ConvLayout::sd));
+    const StepInputs ds = sd.with_conv_layout(ConvLayout::ds);
+    CHECK(ds.cfg.conv_layout == ConvLayout::ds);
+    CHECK(!same_bits(ds.conv_state, sd.conv_state));  // the entries did move
+    for (int s = 0; s < sd.cfg.slots; ++s)
+        for (int j = 0; j < sd.cfg.conv_len(); ++j)
+            for (int ch = 0; ch < sd.cfg.C; ++ch)
+                REQUIRE(ds.conv_state[size_t(ds.conv_at(s, j, ch))].bits == sd.conv_state[size_t(sd.conv_at(s, j, ch))].bits);
+    CHECK(ds.with_conv_layout(ConvLayout::sd) == sd);
+}
+
 TEST_CASE("every fixture tensor is checked for presence, dtype and shape") {
     const TensorFile good = make_fixture(small(2, 3, 2)).to_file();
     for (const auto& [name, t] : good.tensors) {
