@@ -8,6 +8,7 @@
 #include "core/error.hpp"
 #include "core/fixture_gen.hpp"
 #include "core/step.hpp"
+#include "tests/bad_input_message.hpp"
 
 using namespace monokda;
 
@@ -20,12 +21,7 @@ Config small(int R, int L, int nb, ConvLayout layout = ConvLayout::sd, uint64_t 
 }
 
 std::string load_error(const TensorFile& f) {
-    try {
-        StepInputs::from_file(f);
-    } catch (const BadInput& e) {
-        return e.what();
-    }
-    return "";
+    return test::bad_input_message([&] { StepInputs::from_file(f); });
 }
 
 }  // namespace

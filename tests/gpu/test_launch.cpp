@@ -5,6 +5,7 @@
 
 #include "core/error.hpp"
 #include "properties/transforms.hpp"
+#include "tests/bad_input_message.hpp"
 #include "tests/gpu/gpu_harness.hpp"
 
 using namespace monokda;
@@ -29,12 +30,7 @@ TEST_CASE("bad input on the device: the launch is refused, reported, and writes 
         if (p.t >= 0) runner.plant_state_index(p.r, p.t, p.value);
         else runner.plant_num_accepted(p.r, p.value);
         runner.launch();
-        std::string msg;
-        try {
-            runner.check();
-        } catch (const BadInput& e) {
-            msg = e.what();
-        }
+        const std::string msg = test::bad_input_message([&] { runner.check(); });
         CHECK_MESSAGE(msg.find(p.expect) != std::string::npos, "got: '", msg, "'");
         CHECK(runner.output_bytes() == before);
         log_line("launch.md", std::string("| planted ") + p.what + " | " + (msg.empty() ? "NOT REPORTED" : msg) + " | outputs " +
