@@ -160,11 +160,16 @@ PerfRun run_gpu_bench(const GpuBenchOptions& opt, std::ostream& log) {
     model.block_write = opt.block_write;
     const SetCapacity cap{64, 64, 66, 10};
     auto shapes = opt.shapes.empty() ? default_sweep() : opt.shapes;
-    for (const auto& [R, L] : shapes) {
+    // a shape's step, for the checks here and the runs below: every set holds cap.slots slots
+    auto step_config = [&](int R, int L) {
         Config c = model;
         c.R = R;
         c.L = L;
         c.slots = cap.slots;
+        return c;
+    };
+    for (const auto& [R, L] : shapes) {
+        Config c = step_config(R, L);
         c.validate();
         make_dims(c);  // the unfused chain's limits (BadInput names the field)
         if (c.S() > cap.rows || R > cap.requests)
@@ -216,10 +221,7 @@ PerfRun run_gpu_bench(const GpuBenchOptions& opt, std::ostream& log) {
     std::map<int, std::pair<int, int>> tuned;  // S -> chosen (B, C) candidates
 
     for (const auto& [R, L] : shapes) {
-        Config c = model;
-        c.R = R;
-        c.L = L;
-        c.slots = cap.slots;
+        const Config c = step_config(R, L);
         for (int i = 0; i < opt.sets; ++i) sets[size_t(i)]->set_step(c, 1000 + uint64_t(i));
         MONOKDA_CUDA_CHECK(cudaDeviceSynchronize());
 
