@@ -26,10 +26,17 @@ public:
     virtual void check(void* stream) = 0;             // the kernel's error word; throws on an error
 };
 
-// The launch choices a benchmark can vary (each default is the launcher's / the plan's own).
+// The launch choices a benchmark can vary (each default is the launcher's / the plan's own, so
+// FusedChoices{} is the production launch).
 struct FusedChoices {
     bool weight_evict_first = true;            // gpu::LaunchOptions::weight_evict_first
     GemvBands gemv_bands = GemvBands::by_plan;  // gpu::device_plan
+
+    // compared here, beside the fields, so that a new choice cannot be left out of a comparison
+    bool operator==(const FusedChoices& o) const {
+        return weight_evict_first == o.weight_evict_first && gemv_bands == o.gemv_bands;
+    }
+    bool is_production() const { return *this == FusedChoices{}; }
 };
 
 // nullptr, with why set, when this build has no fused kernel or the device cannot run it.

@@ -160,11 +160,16 @@ PerfRun run_gpu_bench(const GpuBenchOptions& opt, std::ostream& log) {
     model.block_write = opt.block_write;
     const SetCapacity cap{64, 64, 66, 10};
     auto shapes = opt.shapes.empty() ? default_sweep() : opt.shapes;
-    for (const auto& [R, L] : shapes) {
+    // a shape's step, for the checks here and the runs below: every set holds cap.slots slots
+    auto step_config = [&](int R, int L) {
         Config c = model;
         c.R = R;
         c.L = L;
         c.slots = cap.slots;
+        return c;
+    };
+    for (const auto& [R, L] : shapes) {
+        Config c = step_config(R, L);
         c.validate();
         make_dims(c);  // the unfused chain's limits (BadInput names the field)
         if (c.S() > cap.rows || R > cap.requests)
@@ -204,9 +209,7 @@ PerfRun run_gpu_bench(const GpuBenchOptions& opt, std::ostream& log) {
     std::string why;
     std::unique_ptr<FusedStep> fused = opt.fused ? make_fused_step(opt.fused_choices, why) : nullptr;
     if (!opt.fused) why = "not measured (--no-fused)";
-    const FusedChoices production;
-    const bool chosen = opt.fused_choices.weight_evict_first != production.weight_evict_first ||
-                        opt.fused_choices.gemv_bands != production.gemv_bands;
+    const bool chosen = !opt.fused_choices.is_production();
     run.fused_status = !fused ? why
                        : chosen ? "kernels/ launcher, one cooperative launch a step, no hand-off export, NOT the production "
                                   "choices: see the command"
@@ -218,10 +221,7 @@ PerfRun run_gpu_bench(const GpuBenchOptions& opt, std::ostream& log) {
     std::map<int, std::pair<int, int>> tuned;  // S -> chosen (B, C) candidates
 
     for (const auto& [R, L] : shapes) {
-        Config c = model;
-        c.R = R;
-        c.L = L;
-        c.slots = cap.slots;
+        const Config c = step_config(R, L);
         for (int i = 0; i < opt.sets; ++i) sets[size_t(i)]->set_step(c, 1000 + uint64_t(i));
         MONOKDA_CUDA_CHECK(cudaDeviceSynchronize());
 
@@ -481,22 +481,15 @@ int run_unfused_check(const std::vector<CheckCase>& cases, const std::string& pl
 
         // reference: A on the fixture, B..F teacher-forced on the chain's own hand-offs
         const ReductionOrder ord;
-        std::vector<bf16> r_prefix, r_blocks, r_x, r_qkv, r_conv, r_o;
-        std::vector<float> r_ssm;
-        ref::attnres<float>(in, ord, r_prefix, r_blocks, r_x);
+        const StepOutputs<float> tf = ref::teacher_forced<float>(in, ord, g);
         // x sums 7168 terms three times over, and the sequential f32 reference carries that order's
         // rounding: on the H200 it is 99.81-99.89 % identical to the f64 oracle, while tree-order
         // sums are 99.99 %. So x is held to the oracle: at least as many bits as the f32 reference
         // gets right (and <= 1 ulp at row scale from the reference, below).
         std::vector<bf16> o_prefix, o_blocks, o_x;
         ref::attnres<double>(in, ord, o_prefix, o_blocks, o_x);
-        const double ref_vs_oracle = diff_tensors("x", bf_tensor({S, D}, r_x), bf_tensor({S, D}, o_x)).frac_identical;
+        const double ref_vs_oracle = diff_tensors("x", bf_tensor({S, D}, tf.x), bf_tensor({S, D}, o_x)).frac_identical;
         const Rule x_rule{Rule::stage, ref_vs_oracle, 1.0, 0, " of the f64 oracle's x (the f32 reference's own agreement)"};
-        const auto r_proj = ref::in_proj<float>(in, ord, g.x);
-        const auto r_g1 = ref::f_b<float>(in, ord, g.proj);
-        ref::short_conv<float>(in, g.proj, r_qkv, r_conv);
-        ref::recurrence<float>(in, ord, g.qkv, g.proj, g.g1, r_o, r_ssm);
-        const auto r_core = ref::out_norm<float>(in, ord, g.o, g.proj);
         const StepOutputs<float> e2e = ref::run<float>(in, ord);
 
         auto row = [&](const std::string& stage, const std::string& name, const Tensor& a, const Tensor& b, const Rule& rule) {
@@ -514,18 +507,18 @@ int run_unfused_check(const std::vector<CheckCase>& cases, const std::string& pl
             if (!ok) log << "FAIL " << cc.str() << " " << stage << " " << what << "\n";
         };
 
-        row("A", "prefix_out", bf_tensor({S, D}, g.prefix_out), bf_tensor({S, D}, r_prefix), kExact);
-        row("A", "blocks", bf_tensor({S, 8, D}, g.blocks), bf_tensor({S, 8, D}, r_blocks), kExact);
+        row("A", "prefix_out", bf_tensor({S, D}, g.prefix_out), bf_tensor({S, D}, tf.prefix_out), kExact);
+        row("A", "blocks", bf_tensor({S, 8, D}, g.blocks), bf_tensor({S, 8, D}, tf.blocks), kExact);
         row("A", "x vs f64 oracle", bf_tensor({S, D}, g.x), bf_tensor({S, D}, o_x), x_rule);
-        row("A", "x", bf_tensor({S, D}, g.x), bf_tensor({S, D}, r_x), Rule{Rule::stage, 0.0, 1.0});
-        row("B", "proj", bf_tensor({S, c.N}, g.proj), bf_tensor({S, c.N}, r_proj), kGemm);
-        row("C", "g1", bf_tensor({S, E}, g.g1), bf_tensor({S, E}, r_g1), kStage);
-        row("D", "qkv", bf_tensor({S, c.C}, g.qkv), bf_tensor({S, c.C}, r_qkv), kElementwise);
-        row("D", "conv_state", bf_tensor(c.conv_state_shape(), g.conv_state), bf_tensor(c.conv_state_shape(), r_conv), kExact);
-        row("E", "o", bf_tensor({S, E}, g.o), bf_tensor({S, E}, r_o), kStage);
+        row("A", "x", bf_tensor({S, D}, g.x), bf_tensor({S, D}, tf.x), Rule{Rule::stage, 0.0, 1.0});
+        row("B", "proj", bf_tensor({S, c.N}, g.proj), bf_tensor({S, c.N}, tf.proj), kGemm);
+        row("C", "g1", bf_tensor({S, E}, g.g1), bf_tensor({S, E}, tf.g1), kStage);
+        row("D", "qkv", bf_tensor({S, c.C}, g.qkv), bf_tensor({S, c.C}, tf.qkv), kElementwise);
+        row("D", "conv_state", bf_tensor(c.conv_state_shape(), g.conv_state), bf_tensor(c.conv_state_shape(), tf.conv_state), kExact);
+        row("E", "o", bf_tensor({S, E}, g.o), bf_tensor({S, E}, tf.o), kStage);
         const std::vector<int64_t> ssm_shape{c.slots, c.H, c.V, c.K};
-        row("E", "ssm_state", f32_tensor(ssm_shape, g.ssm_state), f32_tensor(ssm_shape, r_ssm), kState);
-        row("F", "core_out", bf_tensor({S, E}, g.core_out), bf_tensor({S, E}, r_core), kElementwise);
+        row("E", "ssm_state", f32_tensor(ssm_shape, g.ssm_state), f32_tensor(ssm_shape, tf.ssm_state), kState);
+        row("F", "core_out", bf_tensor({S, E}, g.core_out), bf_tensor({S, E}, tf.core_out), kElementwise);
 
         // null requests and untouched slots, exactly
         std::set<int32_t> written;
@@ -547,12 +540,12 @@ int run_unfused_check(const std::vector<CheckCase>& cases, const std::string& pl
         flag("E", "o = +0 for requests without an initial state", null_o_zero);
         flag("E", "ssm_state slots not written are untouched", untouched);
 
-        for (const auto& [name, g1] : gemm_c) row("C cand.", "g1 " + name, bf_tensor({S, E}, g1), bf_tensor({S, E}, r_g1), kStage);
-        for (const auto& [name, pj] : gemm_b) row("B cand.", "proj " + name, bf_tensor({S, c.N}, pj), bf_tensor({S, c.N}, r_proj), kGemm);
+        for (const auto& [name, g1] : gemm_c) row("C cand.", "g1 " + name, bf_tensor({S, E}, g1), bf_tensor({S, E}, tf.g1), kStage);
+        for (const auto& [name, pj] : gemm_b) row("B cand.", "proj " + name, bf_tensor({S, c.N}, pj), bf_tensor({S, c.N}, tf.proj), kGemm);
 
         // the f32 reference against the f64 oracle: the bar x is held to above
         {
-            const TensorDiff dx = diff_tensors("x", bf_tensor({S, D}, r_x), bf_tensor({S, D}, o_x));
+            const TensorDiff dx = diff_tensors("x", bf_tensor({S, D}, tf.x), bf_tensor({S, D}, o_x));
             report << "| " << cc.str() << " | A (f32 reference) | x vs f64 oracle | " << fmt(dx.frac_identical * 100, 4) << " | "
                    << fmt(dx.max_row_ulp, 2) << " | " << dx.max_ulp << " | " << dx.rel_l2 << " | | info |\n";
         }

@@ -1,5 +1,4 @@
 #include <fstream>
-#include <cstdio>
 #include <iostream>
 #include <sstream>
 
@@ -14,6 +13,13 @@ namespace monokda::cli {
 
 namespace {
 
+// The shapes the benchmark runs (its fixtures and the fused kernel's limits): R in 1..64, L in 1..8,
+// R·L <= 64. BadInput naming the option and the shape otherwise.
+void require_bench_shape(const std::string& option, long r, long l) {
+    if (r < 1 || r > 64 || l < 1 || l > 8 || r * l > 64)
+        bad_input(option + ": " + std::to_string(r) + "x" + std::to_string(l) +
+                  ": the benchmark runs R in 1..64, L in 1..8, R·L <= 64");
+}
 
 }  // namespace
 
@@ -48,8 +54,7 @@ int cmd_bench(const Args& args) {
         "       monokda bench --check [--R R --L L --nb 4] [--plant TENSOR] [-o report.md]";
     if (!parse_args(args, usage, opts, pos, vm)) return 0;
     if (vm.count("R") != vm.count("L")) bad_input("--R and --L go together");
-    if (vm.count("R") && (R < 1 || R > 64 || L < 1 || L > 8 || R * L > 64))
-        bad_input("--R/--L: the benchmark runs R in 1..64, L in 1..8, R·L <= 64");
+    if (vm.count("R")) require_bench_shape("--R/--L", R, L);
     if (vm.count("plant") && !vm.count("check")) bad_input("--plant needs --check");
     if (evict != "first" && evict != "normal") bad_input("--weight-evict must be first or normal (got '" + evict + "')");
     const GemvBands bands = parse_gemv_bands(gemv);
@@ -57,15 +62,13 @@ int cmd_bench(const Args& args) {
     if (vm.count("R")) shape_list.push_back({R, L});
     if (vm.count("shapes")) {
         if (vm.count("R")) bad_input("--shapes and --R/--L exclude each other");
-        std::stringstream ss(shapes);
-        for (std::string item; std::getline(ss, item, ',');) {
-            int r = 0, l = 0;
-            char x = 0, extra = 0;
-            if (sscanf(item.c_str(), "%d%c%d%c", &r, &x, &l, &extra) != 3 || x != 'x')
-                bad_input("--shapes: '" + item + "' is not RxL");
-            if (r < 1 || r > 64 || l < 1 || l > 8 || r * l > 64)
-                bad_input("--shapes: " + item + ": the benchmark runs R in 1..64, L in 1..8, R·L <= 64");
-            shape_list.push_back({r, l});
+        for (const std::string& item : comma_list(shapes)) {
+            const size_t x = item.find('x');
+            const std::optional<long> r = parse_int(item.substr(0, x)),
+                                      l = x == std::string::npos ? std::nullopt : parse_int(item.substr(x + 1));
+            if (!r || !l) bad_input("--shapes: '" + item + "' is not RxL");
+            require_bench_shape("--shapes", *r, *l);
+            shape_list.push_back({int(*r), int(*l)});
         }
         if (shape_list.empty()) bad_input("--shapes: no shape given");
     }

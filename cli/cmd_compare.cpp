@@ -1,6 +1,5 @@
 #include <iostream>
 #include <set>
-#include <sstream>
 
 #include "cli/options.hpp"
 #include "core/compare.hpp"
@@ -24,8 +23,7 @@ int cmd_compare(const Args& args) {
     if (!parse_args(args, "monokda compare A B [--exact names] [--max-ulp N] [--rel-l2 X]", opts, pos, vm)) return 0;
     TensorFile fa = read_safetensors(a), fb = read_safetensors(b);
     std::set<std::string> must_match;
-    std::stringstream ss(exact);
-    for (std::string n; std::getline(ss, n, ',');)
+    for (const std::string& n : comma_list(exact))
         if (!n.empty()) {
             if (!fa.has(n) || !fb.has(n)) bad_input("--exact: tensor '" + n + "' is not in both files");
             must_match.insert(n);

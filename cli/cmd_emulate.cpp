@@ -72,20 +72,20 @@ int cmd_emulate(const Args& args) {
     o.fixture.L = L;
     o.fixture.nb = nb;
     o.fixture.seed = fseed;
-    if (blocks < 0) bad_input("--blocks must be >= 0");
+    require_range("--blocks", blocks, 0);
     o.blocks = blocks;
     o.gemv_bands = parse_gemv_bands(gemv);
     o.schedule = Schedule::parse(schedule);
     o.schedule.seed = seed;
-    if (resident < 0) bad_input("--resident must be >= 0");
+    require_range("--resident", resident, 0);
     o.resident = resident;
-    if (steps < 1 || steps > 64) bad_input("--steps must be in 1..64 (got " + std::to_string(steps) + ")");
+    require_range("--steps", steps, 1, 64);
     o.steps = steps;
     o.amd = vm.count("amd") > 0;
-    if (teams < 1 || teams > 8) bad_input("--kda-teams must be in 1..8 (got " + std::to_string(teams) + ")");
+    require_range("--kda-teams", teams, 1, 8);
     o.kda_teams = teams;
     o.fault = parse_fault(inject);
-    if (sweep < 0 || sweep > 100000) bad_input("--sweep must be in 0..100000");
+    require_range("--sweep", sweep, 0, 100000);
     if (vm.count("replay")) o = apply_token(o, replay);
     if (o.fixture.file.empty()) Config::preset(o.fixture.preset);  // BadInput for an unknown preset, before any work
     o.envelope_orders = vm.count("no-envelope") ? -1 : orders;

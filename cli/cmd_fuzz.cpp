@@ -1,7 +1,5 @@
 #include <algorithm>
-#include <cstdlib>
 #include <iostream>
-#include <sstream>
 
 #include "cli/options.hpp"
 #include "fuzz/checks.hpp"
@@ -31,6 +29,13 @@ void list_all(std::ostream& os) {
     for (const auto& b : props::planted_bugs())
         os << "  " << b.name << std::string(20 - std::min<size_t>(19, std::string(b.name).size()), ' ') << b.what
            << " [caught by " << b.caught_by << "]\n";
+}
+
+// BadInput unless `name` is one of the fuzzer's checks (`option`: the option that named it).
+void require_check(const std::string& option, const std::string& name) {
+    const auto names = fuzz::all_check_names();
+    if (std::find(names.begin(), names.end(), name) == names.end())
+        bad_input(option + ": unknown check '" + name + "' (see monokda fuzz --list)");
 }
 
 }  // namespace
@@ -89,9 +94,7 @@ int cmd_fuzz(const Args& args) {
 
     if (vm.count("replay")) {
         if (!vm.count("check") || !vm.count("check-seed")) bad_input("--replay needs --check NAME and --check-seed N");
-        bool known = false;
-        for (const auto& n : fuzz::all_check_names()) known = known || n == check;
-        if (!known) bad_input("unknown check '" + check + "' (see monokda fuzz --list)");
+        require_check("--check", check);
         const props::Verdict v = fuzz::replay(target, replay_file, check, check_seed);
         std::cout << to_string(v.kind) << " " << v.check << (v.detail.empty() ? "" : ": " + v.detail) << "\n";
         return v.kind == props::Verdict::FAIL ? 1 : 0;
@@ -101,29 +104,23 @@ int cmd_fuzz(const Args& args) {
     fo.config = config;
     fo.iters = vm.count("iters") ? iters : (vm.count("time") ? 0 : 1000);
     fo.seconds = seconds;
-    if (vm.count("iters") && iters <= 0) bad_input("--iters must be positive");
+    if (vm.count("iters")) require_range("--iters", iters, 1);
     if (vm.count("time") && !(seconds > 0)) bad_input("--time must be positive");
-    if (jobs < 0) bad_input("--jobs must be >= 0");
+    require_range("--jobs", jobs, 0);
     fo.seed = seed;
     fo.jobs = jobs;
     if (per_case != "all") {
-        char* end = nullptr;
-        const long n = std::strtol(per_case.c_str(), &end, 10);
-        if (per_case.empty() || *end || n < 1 || n > 100) bad_input("--properties must be all or a number 1..100 (got '" + per_case + "')");
-        fo.properties_per_case = int(n);
+        const std::optional<long> n = parse_int(per_case);
+        if (!n || *n < 1 || *n > 100) bad_input("--properties must be all or a number 1..100 (got '" + per_case + "')");
+        fo.properties_per_case = int(*n);
     }
     fo.out_dir = out_dir;
     fo.shrink = !vm.count("no-shrink");
     fo.keep_going = vm.count("keep-going") > 0;
-    {
-        std::stringstream ss(only);
-        for (std::string n; std::getline(ss, n, ',');) {
-            if (n.empty()) continue;
-            const auto names = fuzz::all_check_names();
-            if (std::find(names.begin(), names.end(), n) == names.end())
-                bad_input("--only: unknown check '" + n + "' (see monokda fuzz --list)");
-            fo.only.push_back(n);
-        }
+    for (const std::string& n : comma_list(only)) {
+        if (n.empty()) continue;
+        require_check("--only", n);
+        fo.only.push_back(n);
     }
     fo.shrink_seconds = shrink_seconds;
     fo.target_args = target_args + (config != "small" ? " --config " + config : "");

@@ -23,7 +23,7 @@ int cmd_gpu(const Args& args) {
     if (!parse_args(args, "monokda gpu FIXTURE -o OUT [--no-handoffs] [--packed-states] [--timeout-ms N] [--repeat N]",
                     opts, pos, vm))
         return 0;
-    if (repeat < 1) bad_input("--repeat must be at least 1");
+    require_range("--repeat", repeat, 1);
     const gpu::DeviceInfo dev = gpu::probe();
     if (!dev.present) bad_input("no GPU to run on: " + dev.why);
     StepInputs in = StepInputs::from_file(read_safetensors(fixture));

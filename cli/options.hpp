@@ -1,8 +1,15 @@
-// Shared Boost.Program_options plumbing: parse, print --help, turn option errors into BadInput.
+// Shared Boost.Program_options plumbing: parse, print --help, turn option errors into BadInput;
+// and the value checks every subcommand makes the same way (lists, whole numbers, ranges).
 #pragma once
 #include <boost/program_options.hpp>
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
 #include <iostream>
+#include <optional>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "cli/commands.hpp"
 #include "core/error.hpp"
@@ -26,6 +33,33 @@ inline bool parse_args(const Args& args, const std::string& usage, po::options_d
         bad_input(std::string(e.what()) + " (usage: " + usage + ")");
     }
     return true;
+}
+
+// The items of a comma-separated option value, in order and as written: "a,,b" has an empty item,
+// which each caller skips or refuses; a trailing comma adds none.
+inline std::vector<std::string> comma_list(const std::string& value) {
+    std::vector<std::string> items;
+    std::stringstream ss(value);
+    for (std::string item; std::getline(ss, item, ',');) items.push_back(item);
+    return items;
+}
+
+// The whole number `text` spells (an option's value, or a part of one), or nothing where it spells
+// none: empty, other characters after the digits, or beyond long. The caller's message names the option.
+inline std::optional<long> parse_int(const std::string& text) {
+    if (text.empty()) return std::nullopt;
+    char* end = nullptr;
+    errno = 0;
+    const long v = std::strtol(text.c_str(), &end, 10);
+    if (*end || errno == ERANGE) return std::nullopt;
+    return v;
+}
+
+// BadInput, naming the option and its value, unless lo <= value <= hi (no hi: no upper bound).
+inline void require_range(const std::string& option, long long value, long long lo, long long hi = LLONG_MAX) {
+    if (value >= lo && value <= hi) return;
+    const std::string range = hi == LLONG_MAX ? ">= " + std::to_string(lo) : "in " + std::to_string(lo) + ".." + std::to_string(hi);
+    bad_input(option + " must be " + range + " (got " + std::to_string(value) + ")");
 }
 
 }  // namespace monokda::cli

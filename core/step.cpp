@@ -67,6 +67,16 @@ TensorFile StepInputs::to_file() const {
     return f;
 }
 
+StepInputs StepInputs::with_conv_layout(ConvLayout layout) const {
+    StepInputs out = *this;
+    out.cfg.conv_layout = layout;
+    for (int s = 0; s < cfg.slots; ++s)
+        for (int j = 0; j < cfg.conv_len(); ++j)
+            for (int ch = 0; ch < cfg.C; ++ch)
+                out.conv_state[size_t(out.conv_at(s, j, ch))] = conv_state[size_t(conv_at(s, j, ch))];
+    return out;
+}
+
 bool StepInputs::operator==(const StepInputs& o) const {
     if (cfg.to_metadata() != o.cfg.to_metadata()) return false;
     bool same = true;

@@ -42,6 +42,8 @@ struct StepInputs {
     static StepInputs from_file(const TensorFile& f);
     TensorFile to_file() const;
     void validate_step() const;  // slots and num_accepted; called by from_file and by generators
+    // The same step with conv_state held in `layout`: every entry moved, nothing else changed.
+    StepInputs with_conv_layout(ConvLayout layout) const;
     // Same config and every tensor equal, bit for bit (no file is built).
     bool operator==(const StepInputs& o) const;
 };

@@ -44,16 +44,6 @@ StepInputs compact_slots(const StepInputs& in) {
     return props::relabel_slots(in, map, n + 1, rng);
 }
 
-StepInputs to_sd_layout(const StepInputs& in) {
-    StepInputs out = in;
-    out.cfg.conv_layout = ConvLayout::sd;
-    for (int s = 0; s < in.cfg.slots; ++s)
-        for (int j = 0; j < in.cfg.conv_len(); ++j)
-            for (int ch = 0; ch < in.cfg.C; ++ch)
-                out.conv_state[size_t(out.conv_at(s, j, ch))] = in.conv_state[size_t(in.conv_at(s, j, ch))];
-    return out;
-}
-
 template <class T> void zero(std::vector<T>& v, size_t lo, size_t hi) { std::fill(v.begin() + long(lo), v.begin() + long(hi), T{}); }
 
 }  // namespace
@@ -113,7 +103,7 @@ ShrinkResult shrink_failure(const props::Target& target, const std::string& chec
             if (attempt("nb -> " + std::to_string(nb2), [&](const StepInputs& s) { StepInputs v = s; v.cfg.nb = nb2; return v; })) break;
         // slots and layout
         attempt("compact slots", compact_slots);
-        if (res.in.cfg.conv_layout != ConvLayout::sd) attempt("sd layout", to_sd_layout);
+        if (res.in.cfg.conv_layout != ConvLayout::sd) attempt("sd layout", [](const StepInputs& s) { return s.with_conv_layout(ConvLayout::sd); });
         // dims: each to the smallest size that still fails
         const Config c = res.in.cfg;
         for (int H2 = 1; H2 < c.H; ++H2)

@@ -36,25 +36,19 @@ void states_within(Findings& f, const Config& c, const std::vector<float>& a, co
 template <class T>
 Verdict stage_check(const char* name, const StepInputs& in, const StepOutputs<float>& out, double u, double state_rel) {
     const Config& c = in.cfg;
-    const ReductionOrder ord;
+    const StepOutputs<T> want = ref::teacher_forced<T>(in, ReductionOrder{}, out);
     Findings f(name);
-    std::vector<bf16> prefix_out, blocks, x, qkv, conv, o;
-    ref::attnres<T>(in, ord, prefix_out, blocks, x);
-    rows_within(f, "prefix_out", c, out.prefix_out, prefix_out, c.D, true, 0);
-    rows_within(f, "blocks", c, out.blocks, blocks, 8 * c.D, true, 0);
-    rows_within(f, "x", c, out.x, x, c.D, false, u);
-    rows_within(f, "proj (fed the target's x)", c, out.proj, ref::in_proj<T>(in, ord, out.x), c.N, false, u);
-    rows_within(f, "g1 (fed the target's proj)", c, out.g1, ref::f_b<T>(in, ord, out.proj), c.E(), false, u);
-    ref::short_conv<T>(in, out.proj, qkv, conv);
-    rows_within(f, "qkv (fed the target's proj)", c, out.qkv, qkv, c.C, false, u);
+    rows_within(f, "prefix_out", c, out.prefix_out, want.prefix_out, c.D, true, 0);
+    rows_within(f, "blocks", c, out.blocks, want.blocks, 8 * c.D, true, 0);
+    rows_within(f, "x", c, out.x, want.x, c.D, false, u);
+    rows_within(f, "proj (fed the target's x)", c, out.proj, want.proj, c.N, false, u);
+    rows_within(f, "g1 (fed the target's proj)", c, out.g1, want.g1, c.E(), false, u);
+    rows_within(f, "qkv (fed the target's proj)", c, out.qkv, want.qkv, c.C, false, u);
     for (int s = 0; s < c.slots; ++s)
-        conv_entries_match(f, "(fed the target's proj)", in, out.conv_state, s, 0, in, conv, s, 0, c.conv_len(), true);
-    std::vector<T> ssm;
-    ref::recurrence<T>(in, ord, out.qkv, out.proj, out.g1, o, ssm);
-    rows_within(f, "o (fed the target's qkv, proj, g1)", c, out.o, o, c.E(), false, u);
-    states_within(f, c, out.ssm_state, ssm, state_rel);
-    rows_within(f, "core_out (fed the target's o, proj)", c, out.core_out, ref::out_norm<T>(in, ord, out.o, out.proj),
-                c.E(), false, u);
+        conv_entries_match(f, "(fed the target's proj)", in, out.conv_state, s, 0, in, want.conv_state, s, 0, c.conv_len(), true);
+    rows_within(f, "o (fed the target's qkv, proj, g1)", c, out.o, want.o, c.E(), false, u);
+    states_within(f, c, out.ssm_state, want.ssm_state, state_rel);
+    rows_within(f, "core_out (fed the target's o, proj)", c, out.core_out, want.core_out, c.E(), false, u);
     return f.verdict();
 }
 

@@ -24,6 +24,15 @@ namespace {
 size_t conv_size(const Config& c) { return size_t(c.slots) * size_t(c.conv_len()) * size_t(c.C); }
 size_t ssm_size(const Config& c) { return size_t(c.slots) * size_t(c.H) * size_t(c.V) * size_t(c.K); }
 
+// Token row src of `in` becomes row dst of `out` (same D): the per-token inputs and the token's slot.
+void copy_token_row(const StepInputs& in, size_t src, StepInputs& out, size_t dst) {
+    const size_t D = size_t(in.cfg.D);
+    std::copy_n(&in.prefix[src * D], D, &out.prefix[dst * D]);
+    std::copy_n(&in.delta[src * D], D, &out.delta[dst * D]);
+    std::copy_n(&in.blocks[src * 8 * D], 8 * D, &out.blocks[dst * 8 * D]);
+    out.state_indices[dst] = in.state_indices[src];
+}
+
 }  // namespace
 
 StepInputs select_requests(const StepInputs& in, const std::vector<int>& reqs) {
@@ -39,13 +48,7 @@ StepInputs select_requests(const StepInputs& in, const std::vector<int>& reqs) {
     for (size_t i = 0; i < reqs.size(); ++i) {
         const int r = reqs[i];
         if (r < 0 || r >= c.R) bad_input("select_requests: request " + std::to_string(r) + " out of range");
-        for (int t = 0; t < c.L; ++t) {
-            const size_t src = row_of(c, r, t), dst = i * size_t(c.L) + size_t(t);
-            std::copy_n(&in.prefix[src * D], D, &out.prefix[dst * D]);
-            std::copy_n(&in.delta[src * D], D, &out.delta[dst * D]);
-            std::copy_n(&in.blocks[src * 8 * D], 8 * D, &out.blocks[dst * 8 * D]);
-            out.state_indices[dst] = in.idx(r, t);
-        }
+        for (int t = 0; t < c.L; ++t) copy_token_row(in, row_of(c, r, t), out, i * size_t(c.L) + size_t(t));
         out.num_accepted[i] = in.num_accepted[size_t(r)];
     }
     out.validate_step();
@@ -106,13 +109,7 @@ StepInputs truncate_tokens(const StepInputs& in, int L2) {
     out.blocks.resize(S2 * 8 * D);
     out.state_indices.resize(S2);
     for (int r = 0; r < c.R; ++r)
-        for (int t = 0; t < L2; ++t) {
-            const size_t src = row_of(c, r, t), dst = row_of(out.cfg, r, t);
-            std::copy_n(&in.prefix[src * D], D, &out.prefix[dst * D]);
-            std::copy_n(&in.delta[src * D], D, &out.delta[dst * D]);
-            std::copy_n(&in.blocks[src * 8 * D], 8 * D, &out.blocks[dst * 8 * D]);
-            out.state_indices[dst] = in.idx(r, t);
-        }
+        for (int t = 0; t < L2; ++t) copy_token_row(in, row_of(c, r, t), out, row_of(out.cfg, r, t));
     for (auto& a : out.num_accepted) a = std::min(a, L2);
     Rng unused(0);  // every entry of the shorter state exists in the longer one
     out.conv_state = resize_conv_state(in, out.cfg, unused);

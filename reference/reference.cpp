@@ -231,6 +231,18 @@ StepOutputs<T> run(const StepInputs& in, const ReductionOrder& ord) {
     return out;
 }
 
+template <class T>
+StepOutputs<T> teacher_forced(const StepInputs& in, const ReductionOrder& ord, const StepOutputs<float>& h) {
+    StepOutputs<T> out;
+    attnres<T>(in, ord, out.prefix_out, out.blocks, out.x);
+    out.proj = in_proj<T>(in, ord, h.x);
+    out.g1 = f_b<T>(in, ord, h.proj);
+    short_conv<T>(in, h.proj, out.qkv, out.conv_state);
+    recurrence<T>(in, ord, h.qkv, h.proj, h.g1, out.o, out.ssm_state);
+    out.core_out = out_norm<T>(in, ord, h.o, h.proj);
+    return out;
+}
+
 #define MONOKDA_INSTANTIATE(T)                                                                                  \
     template void attnres<T>(const StepInputs&, const ReductionOrder&, std::vector<bf16>&, std::vector<bf16>&, \
                              std::vector<bf16>&);                                                              \
@@ -243,7 +255,8 @@ StepOutputs<T> run(const StepInputs& in, const ReductionOrder& ord) {
                                 std::vector<T>&);                                                              \
     template std::vector<bf16> out_norm<T>(const StepInputs&, const ReductionOrder&, const std::vector<bf16>&, \
                                            const std::vector<bf16>&);                                          \
-    template StepOutputs<T> run<T>(const StepInputs&, const ReductionOrder&);
+    template StepOutputs<T> run<T>(const StepInputs&, const ReductionOrder&);                                  \
+    template StepOutputs<T> teacher_forced<T>(const StepInputs&, const ReductionOrder&, const StepOutputs<float>&);
 
 MONOKDA_INSTANTIATE(float)
 MONOKDA_INSTANTIATE(double)

@@ -38,4 +38,10 @@ std::vector<bf16> out_norm(const StepInputs& in, const ReductionOrder& ord, cons
 template <class T>
 StepOutputs<T> run(const StepInputs& in, const ReductionOrder& ord = {});
 
+// A..F each on its own, B..F fed an implementation's exported hand-offs (teacher forcing, SPEC §5):
+// each field is what its stage makes of `handoffs`' inputs to that stage, to hold against the
+// implementation's own output of the stage. A reads the fixture only.
+template <class T>
+StepOutputs<T> teacher_forced(const StepInputs& in, const ReductionOrder& ord, const StepOutputs<float>& handoffs);
+
 }  // namespace monokda::ref

@@ -5,21 +5,10 @@
 
 #include "core/config.hpp"
 #include "core/error.hpp"
+#include "tests/bad_input_message.hpp"
 
 using namespace monokda;
-
-namespace {
-
-std::string error_of(const std::function<void()>& f) {
-    try {
-        f();
-    } catch (const BadInput& e) {
-        return e.what();
-    }
-    return "";
-}
-
-}  // namespace
+using monokda::test::bad_input_message;
 
 TEST_SUITE("core") {
 
@@ -48,7 +37,7 @@ TEST_CASE("presets: k3 is the production rank, small is N = 4HK+F+H padded to 16
     CHECK(k3.col_g2() == 4608);
     CHECK(k3.col_fa() == 6144);
     CHECK(k3.col_beta() == 6272);
-    CHECK(error_of([] { Config::preset("k4"); }).find("unknown config preset 'k4'") != std::string::npos);
+    CHECK(bad_input_message([] { Config::preset("k4"); }).find("unknown config preset 'k4'") != std::string::npos);
 }
 
 TEST_CASE("validation names the inconsistent field") {
@@ -76,7 +65,7 @@ TEST_CASE("validation names the inconsistent field") {
         CAPTURE(k.field);
         Config c = Config::preset("small");
         k.spoil(c);
-        const std::string msg = error_of([&] { c.validate(); });
+        const std::string msg = bad_input_message([&] { c.validate(); });
         CHECK_MESSAGE(msg.rfind(std::string("config: ") + k.field + " ", 0) == 0, msg);
     }
     Config ok = Config::preset("small");
@@ -128,7 +117,7 @@ TEST_CASE("bad metadata names the key") {
         auto md = good;
         if (k.value) md[k.key] = k.value;
         else md.erase(k.key);
-        const std::string msg = error_of([&] { Config::from_metadata(md); });
+        const std::string msg = bad_input_message([&] { Config::from_metadata(md); });
         CHECK_MESSAGE(msg.find(k.needle) != std::string::npos, msg);
     }
 }

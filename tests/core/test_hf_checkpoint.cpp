@@ -10,6 +10,7 @@
 #include "core/error.hpp"
 #include "core/fixture_gen.hpp"
 #include "core/hf_checkpoint.hpp"
+#include "tests/bad_input_message.hpp"
 #include "tests/core/synthetic_checkpoint.hpp"
 
 using namespace monokda;
@@ -69,12 +70,7 @@ void check_rank(const HfLayerWeights& w, const std::map<std::string, Tensor>& sr
 }
 
 std::string load_error(const std::string& dir, int layer, int rank, int tp) {
-    try {
-        load_hf_layer(dir, layer, rank, tp);
-    } catch (const BadInput& e) {
-        return e.what();
-    }
-    return "";
+    return test::bad_input_message([&] { load_hf_layer(dir, layer, rank, tp); });
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "core/bf16.hpp"
 #include "core/error.hpp"
 #include "core/safetensors.hpp"
+#include "tests/bad_input_message.hpp"
 
 using namespace monokda;
 
@@ -26,12 +27,7 @@ std::vector<uint8_t> file_bytes(const std::string& header, const std::vector<uin
 
 // The BadInput message of parsing bytes, or "" when it parses.
 std::string parse_error(const std::vector<uint8_t>& bytes) {
-    try {
-        parse_safetensors(bytes.data(), bytes.size(), "t.safetensors");
-    } catch (const BadInput& e) {
-        return e.what();
-    }
-    return "";
+    return test::bad_input_message([&] { parse_safetensors(bytes.data(), bytes.size(), "t.safetensors"); });
 }
 
 bool mentions(const std::string& msg, const std::string& what) { return msg.find(what) != std::string::npos; }

@@ -8,6 +8,7 @@
 #include "core/error.hpp"
 #include "core/fixture_gen.hpp"
 #include "core/step.hpp"
+#include "tests/bad_input_message.hpp"
 
 using namespace monokda;
 
@@ -20,12 +21,7 @@ Config small(int R, int L, int nb, ConvLayout layout = ConvLayout::sd, uint64_t 
 }
 
 std::string load_error(const TensorFile& f) {
-    try {
-        StepInputs::from_file(f);
-    } catch (const BadInput& e) {
-        return e.what();
-    }
-    return "";
+    return test::bad_input_message([&] { StepInputs::from_file(f); });
 }
 
 }  // namespace
@@ -46,6 +42,18 @@ TEST_CASE("a fixture survives to_file / from_file unchanged, in both layouts") {
             CHECK(g.get(name).bytes == t.bytes);
         }
     }
+}
+
+TEST_CASE("with_conv_layout moves every conv_state entry and nothing else") {
+    const StepInputs sd = make_fixture(small(3, 4, 5, ConvLayout::sd));
+    const StepInputs ds = sd.with_conv_layout(ConvLayout::ds);
+    CHECK(ds.cfg.conv_layout == ConvLayout::ds);
+    CHECK(!same_bits(ds.conv_state, sd.conv_state));  // the entries did move
+    for (int s = 0; s < sd.cfg.slots; ++s)
+        for (int j = 0; j < sd.cfg.conv_len(); ++j)
+            for (int ch = 0; ch < sd.cfg.C; ++ch)
+                REQUIRE(ds.conv_state[size_t(ds.conv_at(s, j, ch))].bits == sd.conv_state[size_t(sd.conv_at(s, j, ch))].bits);
+    CHECK(ds.with_conv_layout(ConvLayout::sd) == sd);
 }
 
 TEST_CASE("every fixture tensor is checked for presence, dtype and shape") {

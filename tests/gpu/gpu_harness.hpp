@@ -1,5 +1,5 @@
 // Shared by the GPU differential tests: skip without a device, k3 fixtures, the kernel's outputs
-// as tensors, per-tensor checks against the reference, and a results log for docs/results/.
+// as tensors, per-tensor diffs against the reference, and a results log for docs/results/.
 #pragma once
 #include <doctest/doctest.h>
 
@@ -91,6 +91,15 @@ inline std::string row(const std::string& what, const TensorDiff& d) {
              (long long)d.numel, 100.0 * d.frac_identical, (long long)d.max_ulp, d.max_row_ulp, d.rel_l2,
              d.nan_mismatch ? " NaN-mismatch |" : "");
     return b;
+}
+
+// The kernel's tensor against the expected one, logged as a row of `file` (every diff the tests
+// judge is also a line of the results).
+inline TensorDiff logged_diff(const std::string& file, const std::string& what, const std::string& name,
+                              const Tensor& kernel, const Tensor& expected) {
+    const TensorDiff d = diff_tensors(name, kernel, expected);
+    log_line(file, row(what, d));
+    return d;
 }
 
 inline const char* kTableHead = "| case | tensor | elements | identical % | max ulp | max row ulp | rel-L2 |\n|---|---|---|---|---|---|---|";

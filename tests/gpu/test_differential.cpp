@@ -69,21 +69,21 @@ TEST_CASE("kda_pre matches the reference over the sweep (bit-exact, stage by sta
         const TensorFile gf = g.to_file(c);
         const StepOutputs<float> r = ref::run<float>(in);
         const TensorFile rf = r.to_file(c);
+        // each reference stage fed the kernel's own hand-offs, in the plan's order
+        const TensorFile tf = ref::teacher_forced<float>(in, runner.launcher().plan().reduction_order(), g).to_file(c);
         const std::string cname =
             k.name() + (exact_in_proj() ? " exact-in_proj" : "") + " (" + std::to_string(runner.last_ms()) + " ms)";
+        auto logged = [&](const std::string& what, const std::string& n, const TensorFile& want) {
+            return logged_diff("sweep.md", cname + " " + what, n, gf.get(n), want.get(n));
+        };
 
         // bit-exact
         for (const char* n : {"prefix_out", "blocks"}) {
-            const TensorDiff d = diff_tensors(n, gf.get(n), rf.get(n));
-            log_line("sweep.md", row(cname + " exact", d));
+            const TensorDiff d = logged("exact", n, rf);
             CHECK_MESSAGE(d.frac_identical == 1.0, n, " not bit-exact");
         }
         {
-            std::vector<bf16> qkv_t, conv_t;  // conv_state expected from the kernel's own proj
-            ref::short_conv<float>(in, g.proj, qkv_t, conv_t);
-            const TensorDiff d = diff_tensors("conv_state", gf.get("conv_state"),
-                                              Tensor::of(DType::BF16, gf.get("conv_state").shape, conv_t));
-            log_line("sweep.md", row(cname + " exact (own proj)", d));
+            const TensorDiff d = logged("exact (own proj)", "conv_state", tf);  // expected from the kernel's own proj
             CHECK_MESSAGE(d.frac_identical == 1.0, "conv_state not bit-exact");
         }
         {
@@ -119,25 +119,9 @@ TEST_CASE("kda_pre matches the reference over the sweep (bit-exact, stage by sta
             log_line("sweep.md", b);
         }
 
-        // stage by stage, in the plan's order
-        const ReductionOrder ord = runner.launcher().plan().reduction_order();
-        std::vector<bf16> po, bl, x_t;
-        ref::attnres<float>(in, ord, po, bl, x_t);
-        std::vector<bf16> qkv_t, conv_t, o_t;
-        ref::short_conv<float>(in, g.proj, qkv_t, conv_t);
-        std::vector<float> ssm_t;
-        ref::recurrence<float>(in, ord, g.qkv, g.proj, g.g1, o_t, ssm_t);
-        const std::vector<std::pair<std::string, std::vector<bf16>>> stages = {
-            {"x", x_t},
-            {"proj", ref::in_proj<float>(in, ord, g.x)},
-            {"g1", ref::f_b<float>(in, ord, g.proj)},
-            {"qkv", qkv_t},
-            {"o", o_t},
-            {"core_out", ref::out_norm<float>(in, ord, g.o, g.proj)}};
-        for (const auto& [n, v] : stages) {
-            const Tensor& mine = gf.get(n);
-            const TensorDiff d = diff_tensors(n, mine, Tensor::of(DType::BF16, mine.shape, v));
-            log_line("sweep.md", row(cname + " stage", d));
+        // stage by stage
+        for (const std::string n : {"x", "proj", "g1", "qkv", "o", "core_out"}) {
+            const TensorDiff d = logged("stage", n, tf);
             // an in_proj through the matrix unit sums in its own order: SPEC §5 expects about 99.6 %
             const double need = n == "proj" && !exact_in_proj() ? 0.995 : 0.999;
             CHECK_MESSAGE(d.frac_identical >= need, n, " stage only ", 100 * d.frac_identical, "% bit-identical");
@@ -145,9 +129,7 @@ TEST_CASE("kda_pre matches the reference over the sweep (bit-exact, stage by sta
             CHECK_FALSE(d.nan_mismatch);
         }
         {
-            const Tensor& mine = gf.get("ssm_state");
-            const TensorDiff d = diff_tensors("ssm_state", mine, Tensor::of(DType::F32, mine.shape, ssm_t));
-            log_line("sweep.md", row(cname + " stage", d));
+            const TensorDiff d = logged("stage", "ssm_state", tf);
             CHECK_MESSAGE(d.rel_l2 <= 1e-6, "ssm_state stage rel-L2 ", d.rel_l2);
             CHECK_FALSE(d.nan_mismatch);
         }
@@ -156,8 +138,7 @@ TEST_CASE("kda_pre matches the reference over the sweep (bit-exact, stage by sta
         // S = 64 against the f64 oracle, inside the envelope of the reference's own orders (SPEC §5),
         // widened for the matrix unit's in_proj (none with the exact-order body: a pure reorder)
         for (const char* n : emu::kEnvelopeOutputs) {
-            const TensorDiff d = diff_tensors(n, gf.get(n), rf.get(n));
-            log_line("sweep.md", row(cname + " end-to-end", d));
+            const TensorDiff d = logged("end-to-end", n, rf);
             CHECK_FALSE(d.nan_mismatch);
         }
         const char* env_mode = std::getenv("MONOKDA_GPU_ENVELOPE");  // "0": skip the envelope runs

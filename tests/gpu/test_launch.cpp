@@ -5,6 +5,7 @@
 
 #include "core/error.hpp"
 #include "properties/transforms.hpp"
+#include "tests/bad_input_message.hpp"
 #include "tests/gpu/gpu_harness.hpp"
 
 using namespace monokda;
@@ -29,12 +30,7 @@ TEST_CASE("bad input on the device: the launch is refused, reported, and writes 
         if (p.t >= 0) runner.plant_state_index(p.r, p.t, p.value);
         else runner.plant_num_accepted(p.r, p.value);
         runner.launch();
-        std::string msg;
-        try {
-            runner.check();
-        } catch (const BadInput& e) {
-            msg = e.what();
-        }
+        const std::string msg = test::bad_input_message([&] { runner.check(); });
         CHECK_MESSAGE(msg.find(p.expect) != std::string::npos, "got: '", msg, "'");
         CHECK(runner.output_bytes() == before);
         log_line("launch.md", std::string("| planted ") + p.what + " | " + (msg.empty() ? "NOT REPORTED" : msg) + " | outputs " +
@@ -134,11 +130,7 @@ TEST_CASE("strided state pages and the ds layout give the same bits as plain sd 
     CHECK(std::memcmp(a.ssm_state.data(), b.ssm_state.data(), a.ssm_state.size() * 4) == 0);
     CHECK(same_bits(a.core_out, b.core_out));
     // the same fixture with conv_state transposed to [slots, C, W-2+L]
-    StepInputs ds = in;
-    ds.cfg.conv_layout = ConvLayout::ds;
-    for (int s = 0; s < in.cfg.slots; ++s)
-        for (int j = 0; j < in.cfg.conv_len(); ++j)
-            for (int ch = 0; ch < in.cfg.C; ++ch) ds.conv_state[size_t(ds.conv_at(s, j, ch))] = in.conv_state[size_t(in.conv_at(s, j, ch))];
+    const StepInputs ds = in.with_conv_layout(ConvLayout::ds);
     gpu::KdaRunner dsr(ds);
     dsr.run();
     const StepOutputs<float> d = dsr.outputs();

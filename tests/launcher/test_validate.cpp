@@ -10,6 +10,7 @@
 
 #include "core/error.hpp"
 #include "kernels/kda_pre.hpp"
+#include "tests/bad_input_message.hpp"
 
 using namespace monokda;
 
@@ -64,12 +65,7 @@ gpu::KdaTensors valid(const Config& c) {
 }
 
 std::string refusal(const Config& c, const gpu::KdaTensors& t, bool exp = true) {
-    try {
-        gpu::validate_tensors(c, t, exp);
-    } catch (const BadInput& e) {
-        return e.what();
-    }
-    return "";
+    return test::bad_input_message([&] { gpu::validate_tensors(c, t, exp); });
 }
 
 }  // namespace

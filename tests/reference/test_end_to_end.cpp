@@ -48,25 +48,20 @@ void check_oracle_agreement(const StepInputs& in) {
         CHECK(d.max_row_ulp <= 1.0);
     };
     const Config& c = in.cfg;
-    std::vector<bf16> p, bl, x;
-    ref::attnres<double>(in, ord, p, bl, x);
-    close("x", f.x, x, c.D);
-    close("proj", f.proj, ref::in_proj<double>(in, ord, f.x), c.N);
-    close("g1", f.g1, ref::f_b<double>(in, ord, f.proj), c.E());
-    std::vector<bf16> qkv, cs, o;
-    ref::short_conv<double>(in, f.proj, qkv, cs);
-    close("qkv", f.qkv, qkv, c.C);
-    CHECK(same_bits(cs, f.conv_state));  // raw inputs: exact in any precision
-    std::vector<double> st;
-    ref::recurrence<double>(in, ord, f.qkv, f.proj, f.g1, o, st);
-    close("o", f.o, o, c.E());
+    const StepOutputs<double> st = ref::teacher_forced<double>(in, ord, f);
+    close("x", f.x, st.x, c.D);
+    close("proj", f.proj, st.proj, c.N);
+    close("g1", f.g1, st.g1, c.E());
+    close("qkv", f.qkv, st.qkv, c.C);
+    CHECK(same_bits(st.conv_state, f.conv_state));  // raw inputs: exact in any precision
+    close("o", f.o, st.o, c.E());
     double num = 0, den = 0;
-    for (size_t i = 0; i < st.size(); ++i) {
-        num += (f.ssm_state[i] - st[i]) * (f.ssm_state[i] - st[i]);
-        den += st[i] * st[i];
+    for (size_t i = 0; i < st.ssm_state.size(); ++i) {
+        num += (f.ssm_state[i] - st.ssm_state[i]) * (f.ssm_state[i] - st.ssm_state[i]);
+        den += st.ssm_state[i] * st.ssm_state[i];
     }
     CHECK(std::sqrt(num / den) < 1e-5);
-    close("core_out", f.core_out, ref::out_norm<double>(in, ord, f.o, f.proj), c.E());
+    close("core_out", f.core_out, st.core_out, c.E());
 }
 
 }  // namespace
@@ -93,20 +88,14 @@ TEST_CASE("f32 reference and f64 oracle agree within a few bf16 ulps at row scal
 TEST_CASE("the chain's intermediates are the stages' own hand-offs") {
     StepInputs in = make_fixture(small_step(2, 4, 3, true, ConvLayout::sd, 12));
     StepOutputs<float> out = ref::run<float>(in);
-    ReductionOrder ord;
-    std::vector<bf16> p, b, x;
-    ref::attnres<float>(in, ord, p, b, x);
-    CHECK(same_bits(x, out.x));
-    CHECK(same_bits(ref::in_proj<float>(in, ord, out.x), out.proj));
-    CHECK(same_bits(ref::f_b<float>(in, ord, out.proj), out.g1));
-    std::vector<bf16> qkv, cs, o;
-    ref::short_conv<float>(in, out.proj, qkv, cs);
-    CHECK(same_bits(qkv, out.qkv));
-    std::vector<float> st;
-    ref::recurrence<float>(in, ord, out.qkv, out.proj, out.g1, o, st);
-    CHECK(same_bits(o, out.o));
-    CHECK(st == out.ssm_state);
-    CHECK(same_bits(ref::out_norm<float>(in, ord, out.o, out.proj), out.core_out));
+    const StepOutputs<float> st = ref::teacher_forced<float>(in, ReductionOrder{}, out);
+    CHECK(same_bits(st.x, out.x));
+    CHECK(same_bits(st.proj, out.proj));
+    CHECK(same_bits(st.g1, out.g1));
+    CHECK(same_bits(st.qkv, out.qkv));
+    CHECK(same_bits(st.o, out.o));
+    CHECK(st.ssm_state == out.ssm_state);
+    CHECK(same_bits(st.core_out, out.core_out));
     // the chain is deterministic whatever the thread count
     StepOutputs<float> again = ref::run<float>(in);
     CHECK(same_bits(again.core_out, out.core_out));
@@ -157,12 +146,7 @@ TEST_CASE("null-slot requests: zero o, zero core_out, no state written, F still 
 
 TEST_CASE("sd and ds fixtures holding the same state give identical outputs") {
     StepInputs sd = make_fixture(small_step(3, 4, 5, true, ConvLayout::sd, 8));
-    StepInputs ds = sd;
-    ds.cfg.conv_layout = ConvLayout::ds;
-    for (int s = 0; s < sd.cfg.slots; ++s)
-        for (int j = 0; j < sd.cfg.conv_len(); ++j)
-            for (int ch = 0; ch < sd.cfg.C; ++ch)
-                ds.conv_state[size_t(ds.conv_at(s, j, ch))] = sd.conv_state[size_t(sd.conv_at(s, j, ch))];
+    StepInputs ds = sd.with_conv_layout(ConvLayout::ds);
     StepOutputs<float> a = ref::run<float>(sd), b = ref::run<float>(ds);
     CHECK(same_bits(a.qkv, b.qkv));
     CHECK(same_bits(a.core_out, b.core_out));
