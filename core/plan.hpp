@@ -41,8 +41,9 @@ struct PlanParams {
     // k3's in_proj bands: over every CTA from kSpreadGemvMinS rows on (the pass there is bound by
     // each CTA's products, and half the groups a CTA halves them), over the CTAs past the slices
     // below (where the attn CTAs' kda tasks, free of gemv work, overlap the pass with their loads).
-    // Measured both ways on the H200 (docs/kernel.md, "gemv bands").
-    static constexpr int kSpreadGemvMinS = 32;
+    // Measured both ways on the H200 (docs/kernel.md, "gemv bands"): every CTA wins from 17 rows on
+    // (18–28 rows: 2–6 µs, 9 shapes) and loses at 16 (2×8 +5.5 µs, 4×4 +6).
+    static constexpr int kSpreadGemvMinS = 17;
     // BadInput naming the field ("plan: blocks ...") when the plan cannot be built for cfg.
     void validate(const Config& cfg) const;
 };

@@ -10,7 +10,7 @@ Target emulator_target() {
     t.name = "emulator";
     t.run = [](const StepInputs& in) {
         PlanParams pp = PlanParams::defaults_for(in.cfg);
-        // seeds 2, 3 mod 4: the in_proj bands over every CTA, as k3 deals them from 32 rows on
+        // seeds 2, 3 mod 4: the in_proj bands over every CTA, as k3 deals them from 17 rows on
         if (in.cfg.seed % 4 >= 2) apply_gemv_bands(pp, GemvBands::every);
         Plan plan = Plan::build(in.cfg, pp);  // BadInput: a config it cannot plan
         // odd seeds: the kda tasks in two teams a CTA, as the NVIDIA kernel runs them

@@ -166,7 +166,7 @@ TEST_CASE("k3 preset: one kda task a head, nothing handed between a head's chunk
     CHECK(p.finishing_ctas(p.min_residency()) == 132);
 }
 
-TEST_CASE("k3 plan from 32 rows on: in_proj bands of 3 over every CTA, the attn CTAs' after their ATTN_X") {
+TEST_CASE("k3 plan above 16 rows: in_proj bands of 3 over every CTA, the attn CTAs' after their ATTN_X") {
     Config c = k3();
     c.R = 8, c.L = 4, c.slots = c.S() + 1;
     const PlanParams pp = PlanParams::k3_for(c, 132);
@@ -212,7 +212,7 @@ TEST_CASE("k3 plan from 32 rows on: in_proj bands of 3 over every CTA, the attn 
     CHECK(groups.size() == 393);
 }
 
-TEST_CASE("k3's in_proj bands follow the step: past the slices below 32 rows, over every CTA from there") {
+TEST_CASE("k3's in_proj bands follow the step: past the slices up to 16 rows, over every CTA above") {
     Config c = k3();
     auto every = [&](int R, int L) {
         c.R = R, c.L = L;
@@ -220,7 +220,11 @@ TEST_CASE("k3's in_proj bands follow the step: past the slices below 32 rows, ov
     };
     CHECK(!every(1, 1));
     CHECK(!every(2, 4));
-    CHECK(!every(31, 1));
+    CHECK(!every(16, 1));
+    CHECK(!every(2, 8));
+    CHECK(every(17, 1));
+    CHECK(every(3, 8));
+    CHECK(every(31, 1));
     CHECK(every(32, 1));
     CHECK(every(8, 4));
     CHECK(every(4, 8));
