@@ -163,24 +163,24 @@ __device__ bool run_kda(const KdaArgs& a, Ctl& c, const Instr* ins, int first, i
         switch (Op(in.op)) {
             case Op::KDA_LOAD:
                 if (loaded == i) continue;  // run ahead of the previous task's KDA_NORM
-                kda_load(a, sm, in.a, in.b, in.c, team);
+                KdaTask<kChunkRows>::load(a, sm, in.a, in.b, in.c, team);
                 break;
-            case Op::KDA_CONV: ok = kda_conv(a, tc, sm, in.a, in.b, in.c, team); break;
+            case Op::KDA_CONV: ok = KdaTask<kChunkRows>::conv(a, tc, sm, in.a, in.b, in.c, team); break;
             case Op::KDA_REC:
-                ok = kda_rec(a, tc, sm, in.a, in.b, in.c, team);
+                ok = KdaTask<kChunkRows>::rec(a, tc, sm, in.a, in.b, in.c, team);
                 if (ok && j + 2 < count && Op(ins[index(j + 1)].op) == Op::KDA_NORM &&
                     Op(ins[index(j + 2)].op) == Op::KDA_LOAD) {
                     done(i);
                     const int li = index(j + 2);
                     const Instr nx = ins[li];
                     if (team.tid == 0) tc.instr = li;
-                    kda_load(a, sm, nx.a, nx.b, nx.c, team);
+                    KdaTask<kChunkRows>::load(a, sm, nx.a, nx.b, nx.c, team);
                     loaded = li;
                     done(li);
                     continue;
                 }
                 break;
-            case Op::KDA_NORM: ok = kda_norm(a, tc, sm, in.a, in.b, in.c, team); break;
+            case Op::KDA_NORM: ok = KdaTask<kChunkRows>::norm(a, tc, sm, in.a, in.b, in.c, team); break;
             default: ok = false;  // not reached: count stops at the first instruction of another role
         }
         if (ok) done(i);

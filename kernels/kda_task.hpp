@@ -26,11 +26,6 @@ struct KdaShape {
     static constexpr int kChunks = k3::V / kChunkRows, kShare = k3::K / kChunks;
     static constexpr int kOwned = 2 * kShare + kChunkRows;  // q share, k share, v rows
 };
-#define MONOKDA_KDA_SHAPE                                       \
-    constexpr int kChunks = KdaShape<kChunkRows>::kChunks;      \
-    constexpr int kShare = KdaShape<kChunkRows>::kShare;        \
-    constexpr int kOwned = KdaShape<kChunkRows>::kOwned;        \
-    (void)kChunks, (void)kShare, (void)kOwned
 
 template <int kChunkRows>
 struct alignas(16) KdaSmem {  // the arrays read as 16-byte vectors start at 16-byte offsets
@@ -56,10 +51,22 @@ struct alignas(16) KdaSmem {  // the arrays read as 16-byte vectors start at 16-
     float A;
 };
 
+// A task shape's four bodies (defined below), with the shape's constants in their scope.
+template <int kChunkRows>
+struct KdaTask {
+    static constexpr int kChunks = KdaShape<kChunkRows>::kChunks, kShare = KdaShape<kChunkRows>::kShare,
+                         kOwned = KdaShape<kChunkRows>::kOwned;
+    using Smem = KdaSmem<kChunkRows>;
+    __device__ static int owned_channel(int i, int h, int c);
+    __device__ static void load(const KdaArgs& a, Smem& sm, int r, int h, int c, Team team);
+    __device__ static bool conv(const KdaArgs& a, Ctl& c_, Smem& sm, int r, int h, int c, Team team);
+    __device__ static bool rec(const KdaArgs& a, Ctl& c_, Smem& sm, int r, int h, int c, Team team);
+    __device__ static bool norm(const KdaArgs& a, Ctl& c_, Smem& sm, int r, int h, int c, Team team);
+};
+
 // Proj column (= conv channel) of owned channel i of task (h, c): the q share, the k share, the v rows.
 template <int kChunkRows>
-__device__ __forceinline__ int owned_channel(int i, int h, int c) {
-    MONOKDA_KDA_SHAPE;
+__device__ __forceinline__ int KdaTask<kChunkRows>::owned_channel(int i, int h, int c) {
     if (i < kShare) return h * k3::K + c * kShare + i;
     if (i < 2 * kShare) return k3::E + h * k3::K + c * kShare + (i - kShare);
     return 2 * k3::E + h * k3::V + c * kChunkRows + (i - 2 * kShare);
@@ -94,8 +101,7 @@ __device__ __forceinline__ void kda_team_start(KdaSmem<kChunkRows>& sm, float* s
 }
 
 template <int kChunkRows>
-__device__ void kda_load(const KdaArgs& a, KdaSmem<kChunkRows>& sm, int r, int h, int c, Team team) {
-    MONOKDA_KDA_SHAPE;
+__device__ void KdaTask<kChunkRows>::load(const KdaArgs& a, Smem& sm, int r, int h, int c, Team team) {
     const int L = a.L;
     // a CTA's tasks mostly share the head (the plan deals tasks round-robin over 132 CTAs, 11·12)
     const bool fresh = sm.head != h || sm.chunk != c;  // team-uniform: written below, after a barrier
@@ -113,7 +119,7 @@ __device__ void kda_load(const KdaArgs& a, KdaSmem<kChunkRows>& sm, int r, int h
         for (int j = 0; j < kOwnedPer<kChunkRows>; ++j) {
             const int i = team.tid + j * team.n;
             for (int w = 0; w < k3::W; ++w)
-                cw[j][w] = i < kOwned ? a.conv_w[owned_channel<kChunkRows>(i, h, c) * k3::W + w] : 0.0f;
+                cw[j][w] = i < kOwned ? a.conv_w[owned_channel(i, h, c) * k3::W + w] : 0.0f;
         }
         const float db = team.tid < k3::K ? a.dt_bias[h * k3::K + team.tid] : 0.0f;
 #pragma unroll
@@ -139,7 +145,7 @@ __device__ void kda_load(const KdaArgs& a, KdaSmem<kChunkRows>& sm, int r, int h
         const int i = team.tid + j * team.n;
         for (int e = 0; e < k3::W - 1; ++e)
             wv[j][e] = slot0 > 0 && i < kOwned
-                           ? a.conv_state[conv_offset(a, slot0, acc - 1 + e, owned_channel<kChunkRows>(i, h, c))].bits
+                           ? a.conv_state[conv_offset(a, slot0, acc - 1 + e, owned_channel(i, h, c))].bits
                            : 0;
     }
 #pragma unroll
@@ -159,7 +165,7 @@ __device__ void kda_load(const KdaArgs& a, KdaSmem<kChunkRows>& sm, int r, int h
     team.sync();
 }
 
-// The recurrence's rows a 16-lane group steps together (kda_rec), and their load: rows vb, vb + n16,
+// The recurrence's rows a 16-lane group steps together (KdaTask::rec), and their load: rows vb, vb + n16,
 // ... (zeros past the chunk or without an initial state), lane columns k0..k0+3 and 64+k0..64+k0+3.
 constexpr int kRowBatch = 2;
 template <int kChunkRows>
@@ -180,19 +186,18 @@ __device__ __forceinline__ void load_state_rows(float (&out)[kRowBatch][8], cons
 }
 
 template <int kChunkRows>
-__device__ bool kda_conv(const KdaArgs& a, Ctl& c_, KdaSmem<kChunkRows>& sm, int r, int h, int c, Team team) {
-    MONOKDA_KDA_SHAPE;
+__device__ bool KdaTask<kChunkRows>::conv(const KdaArgs& a, Ctl& c_, Smem& sm, int r, int h, int c, Team team) {
     const int L = a.L;
     static_assert(kShare % k3::kGroupRows == 0 && kChunkRows % k3::kGroupRows == 0,
                   "the owned channels are whole gemv groups");
     if (!wait_proj(a, c_, kOwned / k3::kGroupRows,
-                   [&](int i) { return owned_channel<kChunkRows>(i * k3::kGroupRows, h, c) / k3::kGroupRows; }, team))
+                   [&](int i) { return owned_channel(i * k3::kGroupRows, h, c) / k3::kGroupRows; }, team))
         return false;
     // a thread a channel: the inputs of all its channels loaded together, then the L outputs of each
     uint16_t xin[kOwnedPer<kChunkRows>][k3::kMaxL];
 #pragma unroll
     for (int j = 0; j < kOwnedPer<kChunkRows>; ++j) {
-        const int i = team.tid + j * team.n, ch = owned_channel<kChunkRows>(min(i, kOwned - 1), h, c);
+        const int i = team.tid + j * team.n, ch = owned_channel(min(i, kOwned - 1), h, c);
 #pragma unroll
         for (int t = 0; t < k3::kMaxL; ++t)
             xin[j][t] = t < L && i < kOwned ? ld_cg_u16(a.proj + size_t(r * L + t) * k3::N + ch) : 0;
@@ -201,7 +206,7 @@ __device__ bool kda_conv(const KdaArgs& a, Ctl& c_, KdaSmem<kChunkRows>& sm, int
     for (int j = 0; j < kOwnedPer<kChunkRows>; ++j) {
         const int i = team.tid + j * team.n;
         if (i >= kOwned) continue;
-        const int ch = owned_channel<kChunkRows>(i, h, c);
+        const int ch = owned_channel(i, h, c);
         float seq[k3::W - 1 + k3::kMaxL], w[k3::W];
 #pragma unroll
         for (int e = 0; e < k3::W - 1; ++e) seq[e] = bf(bf16::from_bits(sm.win[i][e]));
@@ -238,8 +243,7 @@ __device__ bool kda_conv(const KdaArgs& a, Ctl& c_, KdaSmem<kChunkRows>& sm, int
 }
 
 template <int kChunkRows>
-__device__ bool kda_rec(const KdaArgs& a, Ctl& c_, KdaSmem<kChunkRows>& sm, int r, int h, int c, Team team) {
-    MONOKDA_KDA_SHAPE;
+__device__ bool KdaTask<kChunkRows>::rec(const KdaArgs& a, Ctl& c_, Smem& sm, int r, int h, int c, Team team) {
     const int L = a.L;
     if constexpr (kChunks > 1) {
         if (!wait_flags(
@@ -432,8 +436,7 @@ __device__ bool kda_rec(const KdaArgs& a, Ctl& c_, KdaSmem<kChunkRows>& sm, int 
 }
 
 template <int kChunkRows>
-__device__ bool kda_norm(const KdaArgs& a, Ctl& c_, KdaSmem<kChunkRows>& sm, int r, int h, int c, Team team) {
-    MONOKDA_KDA_SHAPE;
+__device__ bool KdaTask<kChunkRows>::norm(const KdaArgs& a, Ctl& c_, Smem& sm, int r, int h, int c, Team team) {
     const int L = a.L;
     if constexpr (kChunks > 1) {
         // ONRM[r·L + t][h][0..chunks-1] for every token, in one sweep (onrm[t·chunks + chunk])
@@ -471,7 +474,5 @@ __device__ bool kda_norm(const KdaArgs& a, Ctl& c_, KdaSmem<kChunkRows>& sm, int
     team.sync();
     return true;
 }
-
-#undef MONOKDA_KDA_SHAPE
 
 }  // namespace monokda::gpu
