@@ -219,21 +219,12 @@ std::vector<bf16> out_norm(const StepInputs& in, const ReductionOrder& ord, cons
     return y;
 }
 
-template <class T>
-StepOutputs<T> run(const StepInputs& in, const ReductionOrder& ord) {
+// A..F in order, B..F reading their bf16 inputs from handoffs(out): the step's own outputs as they
+// are made (the original path) or an implementation's exported hand-offs (teacher forcing).
+template <class T, class Handoffs>
+static StepOutputs<T> stages(const StepInputs& in, const ReductionOrder& ord, Handoffs handoffs) {
     StepOutputs<T> out;
-    attnres<T>(in, ord, out.prefix_out, out.blocks, out.x);
-    out.proj = in_proj<T>(in, ord, out.x);
-    out.g1 = f_b<T>(in, ord, out.proj);
-    short_conv<T>(in, out.proj, out.qkv, out.conv_state);
-    recurrence<T>(in, ord, out.qkv, out.proj, out.g1, out.o, out.ssm_state);
-    out.core_out = out_norm<T>(in, ord, out.o, out.proj);
-    return out;
-}
-
-template <class T>
-StepOutputs<T> teacher_forced(const StepInputs& in, const ReductionOrder& ord, const StepOutputs<float>& h) {
-    StepOutputs<T> out;
+    const auto& h = handoffs(out);
     attnres<T>(in, ord, out.prefix_out, out.blocks, out.x);
     out.proj = in_proj<T>(in, ord, h.x);
     out.g1 = f_b<T>(in, ord, h.proj);
@@ -241,6 +232,16 @@ StepOutputs<T> teacher_forced(const StepInputs& in, const ReductionOrder& ord, c
     recurrence<T>(in, ord, h.qkv, h.proj, h.g1, out.o, out.ssm_state);
     out.core_out = out_norm<T>(in, ord, h.o, h.proj);
     return out;
+}
+
+template <class T>
+StepOutputs<T> run(const StepInputs& in, const ReductionOrder& ord) {
+    return stages<T>(in, ord, [](const StepOutputs<T>& out) -> const StepOutputs<T>& { return out; });
+}
+
+template <class T>
+StepOutputs<T> teacher_forced(const StepInputs& in, const ReductionOrder& ord, const StepOutputs<float>& h) {
+    return stages<T>(in, ord, [&](const StepOutputs<T>&) -> const StepOutputs<float>& { return h; });
 }
 
 #define MONOKDA_INSTANTIATE(T)                                                                                  \
