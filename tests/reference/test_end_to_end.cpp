@@ -88,14 +88,26 @@ TEST_CASE("f32 reference and f64 oracle agree within a few bf16 ulps at row scal
 TEST_CASE("the chain's intermediates are the stages' own hand-offs") {
     StepInputs in = make_fixture(small_step(2, 4, 3, true, ConvLayout::sd, 12));
     StepOutputs<float> out = ref::run<float>(in);
-    const StepOutputs<float> st = ref::teacher_forced<float>(in, ReductionOrder{}, out);
-    CHECK(same_bits(st.x, out.x));
-    CHECK(same_bits(st.proj, out.proj));
-    CHECK(same_bits(st.g1, out.g1));
-    CHECK(same_bits(st.qkv, out.qkv));
-    CHECK(same_bits(st.o, out.o));
-    CHECK(st.ssm_state == out.ssm_state);
-    CHECK(same_bits(st.core_out, out.core_out));
+    // each stage called on its own here, not through teacher_forced: run and teacher_forced share
+    // one chain of stages, so only separate calls can catch that chain passing the wrong hand-off
+    ReductionOrder ord;
+    std::vector<bf16> p, b, x;
+    ref::attnres<float>(in, ord, p, b, x);
+    CHECK(same_bits(x, out.x));
+    CHECK(same_bits(ref::in_proj<float>(in, ord, out.x), out.proj));
+    CHECK(same_bits(ref::f_b<float>(in, ord, out.proj), out.g1));
+    std::vector<bf16> qkv, cs, o;
+    ref::short_conv<float>(in, out.proj, qkv, cs);
+    CHECK(same_bits(qkv, out.qkv));
+    std::vector<float> st;
+    ref::recurrence<float>(in, ord, out.qkv, out.proj, out.g1, o, st);
+    CHECK(same_bits(o, out.o));
+    CHECK(st == out.ssm_state);
+    CHECK(same_bits(ref::out_norm<float>(in, ord, out.o, out.proj), out.core_out));
+    // and teacher forcing on the chain's own hand-offs gives the chain back
+    const StepOutputs<float> tf = ref::teacher_forced<float>(in, ord, out);
+    CHECK(same_bits(tf.core_out, out.core_out));
+    CHECK(tf.ssm_state == out.ssm_state);
     // the chain is deterministic whatever the thread count
     StepOutputs<float> again = ref::run<float>(in);
     CHECK(same_bits(again.core_out, out.core_out));
