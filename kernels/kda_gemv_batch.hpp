@@ -9,12 +9,13 @@
 // one of up to 3: 48 rows; 128-byte swizzle) issued by one thread, completing on the step's
 // mbarrier; up to 16 rows 3 wide steps or 7 narrow ones are in flight while one is used, above
 // 16 rows 2 of either (BatchStage::count). The plan's bands are wide up to 16 rows and narrow
-// above (PlanParams::kSpreadGemvMinS), where it deals them over every CTA and an attn CTA's pass starts after its ATTN_X
-// (docs/kernel.md, "gemv bands"). A CTA whose groups are not one band (a hand-edited plan) gets one 16-row box a group,
-// one box a lane. x goes through cp.async, as many steps ahead as the rest of the
-// pass's shared memory holds for this S, up to 3. The first steps' weights are in flight before x
-// exists. Same instructions, same waits (XRDY of every slice) and products (PROJ of every group,
-// released when the pass ends) as the plan's; only the interleaving differs.
+// above (PlanParams::kSpreadGemvMinS), where it deals them over every CTA and an attn CTA's pass
+// starts after its ATTN_X (docs/kernel.md, "gemv bands"). A CTA whose groups are not one band (a
+// hand-edited plan) gets one 16-row box a group, one box a lane. x goes through cp.async, as many
+// steps ahead as the rest of the pass's shared memory holds for this S, up to 3. The first steps'
+// weights are in flight before x exists. Same instructions, same waits (XRDY of every slice) and
+// products (PROJ of every group, released when the pass ends) as the plan's; only the interleaving
+// differs.
 //
 // The products of a step are a fixed, branch-free instruction sequence per warp (batch_steps is
 // instantiated per warp mapping): ncu showed the earlier loop, with its token tiles and groups
@@ -56,6 +57,7 @@ struct GemvBatchSmem {
     static constexpr int kWideStageWords = kBoxesPerStep * 2 * kBandRows * kBoxWords;  // a step of 6 groups: 48 KB
     static constexpr int kMaxWStages = 8;
     static constexpr int kDeepMaxS = 32;  // up to this S, 4 steps of 6 groups (8 of 3) and a 2-step x ring fit
+    static constexpr int kDeepRingMaxS = 16;  // up to this S the pass keeps them all (BatchStage::count)
     // weight stages first, then the x ring in what is left: S rows a step, as many steps as fit
     // (the buffer also holds the pass's partials, red, at the end)
     static constexpr int kBufWords = 4 * kWideStageWords + 2 * kDeepMaxS * kXRowWords;
@@ -77,7 +79,9 @@ template <int kBandGroups>
 struct BatchStage {
     static_assert(kBandGroups == kBoxGroups || kBandGroups == kBatchGroups, "a narrow or a wide band");
     static constexpr int kRows = kBandGroups * k3::kGroupRows, kWords = kBoxesPerStep * kRows * kBoxWords;
-    __device__ static int count(int S) { return S <= 16 ? 4 * (kBatchGroups / kBandGroups) : 3; }
+    __device__ static int count(int S) {
+        return S <= GemvBatchSmem::kDeepRingMaxS ? 4 * (kBatchGroups / kBandGroups) : 3;
+    }
     __device__ static uint32_t* at(GemvBatchSmem& sm, int st) { return sm.buf + st * kWords; }  // [piece][row][word]
 };
 static_assert(BatchStage<kBoxGroups>::kWords * 8 == GemvBatchSmem::kWideStageWords * 4, "stages of either width fill the same room");
