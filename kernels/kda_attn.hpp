@@ -24,9 +24,11 @@ struct AttnSmem {
     uint32_t src[k3::kMaxS][kKept][kRowWords];  // bf16 pairs: v_0..v_{nb-1} = bank rows, v_nb = P' (or P' alone)
     float mixed[k3::kMaxS][k3::kSlice];
     float wq[k3::kSlice];
+    float nw[k3::kSlice];  // input_norm_w of the slice, loaded at ATTN_PART: ATTN_X then reads no global memory
     float scratch[k3::kMaxS * k3::kAttn];  // mailbox values of the instruction being run
     float rr[k3::kMaxS];
     float logit[k3::kMaxNb + 1];
+    float e[k3::kMaxNb + 1];
 };
 
 // Word w (columns 2w, 2w+1 of the slice) of source i of row s.
@@ -39,8 +41,10 @@ __device__ __forceinline__ uint32_t src_word(const KdaArgs& a, const AttnSmem& s
 // P' = bf16(P + delta) → prefix_out (and bank row nb); per (row, source) partial Σv², Σv·wq → PART.
 __device__ void attn_part(const KdaArgs& a, const Ctl& c, AttnSmem& sm, int j) {
     const int S = a.S, nb = a.nb, col0 = j * k3::kSlice;
-    for (int d = threadIdx.x; d < k3::kSlice; d += kThreads)
+    for (int d = threadIdx.x; d < k3::kSlice; d += kThreads) {
         sm.wq[d] = bf(a.res_norm_w[col0 + d]) * bf(a.res_proj_w[col0 + d]);  // exact: 8-bit × 8-bit mantissas
+        sm.nw[d] = bf(a.input_norm_w[col0 + d]);
+    }
     for (int it = threadIdx.x; it < S * 16; it += kThreads) {
         const int s = it / 16, col = col0 + (it % 16) * 8;
         const uint4 p = __ldg(reinterpret_cast<const uint4*>(a.prefix + s * a.prefix_rs + col));
@@ -103,15 +107,19 @@ __device__ bool attn_gate(const KdaArgs& a, const Ctl& c, AttnSmem& sm, int row)
         sm.logit[threadIdx.x] = dot * r;
     }
     __syncthreads();
-    if (threadIdx.x == 0) {
+    // the exps side by side, a thread a source (one after another on one thread they were the
+    // gate's longest chain); Σe in source order on thread 0
+    if (threadIdx.x < ns) {
         float m = sm.logit[0];
         for (int i = 1; i < ns; ++i) m = fmaxf(m, sm.logit[i]);
-        float den = 0;
-        for (int i = 0; i < ns; ++i) {
-            const float e = exp_f(sm.logit[i] - m);
-            den = i == 0 ? e : den + e;
-            put_tagged(a, c, Mailbox::WGT, row, i, e);
-        }
+        const float e = exp_f(sm.logit[threadIdx.x] - m);
+        sm.e[threadIdx.x] = e;
+        put_tagged(a, c, Mailbox::WGT, row, threadIdx.x, e);
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        float den = sm.e[0];
+        for (int i = 1; i < ns; ++i) den = den + sm.e[i];
         put_tagged(a, c, Mailbox::WGT, row, ns, den);
     }
     __syncthreads();
@@ -122,16 +130,19 @@ __device__ bool attn_gate(const KdaArgs& a, const Ctl& c, AttnSmem& sm, int row)
 __device__ bool attn_mix(const KdaArgs& a, const Ctl& c, AttnSmem& sm, int j) {
     const int S = a.S, nb = a.nb, wpe = nb + 2, col0 = j * k3::kSlice;
     if (!wait_tagged(a, c, Mailbox::WGT, 0, S * wpe, sm.scratch)) return false;
-    for (int it = threadIdx.x; it < S * k3::kSlice; it += kThreads) {
-        const int s = it / k3::kSlice, d = it % k3::kSlice;
+    // a word (two columns) a thread: each source word is read once and the two columns' sums are
+    // independent chains (one column a thread ran ~70 instructions a round at 8 warps an SM)
+    for (int it = threadIdx.x; it < S * (k3::kSlice / 2); it += kThreads) {
+        const int s = it / (k3::kSlice / 2), w = it % (k3::kSlice / 2);
         const float* e = sm.scratch + s * wpe;
-        auto v = [&](int i) {
-            const uint32_t w = src_word(a, sm, s, i, d / 2, col0);
-            return (d & 1) ? bf_hi(w) : bf_lo(w);
-        };
-        float acc = e[0] * v(0);
-        for (int i = 1; i <= nb; ++i) acc = acc + e[i] * v(i);
-        sm.mixed[s][d] = acc / e[nb + 1];
+        uint32_t word = src_word(a, sm, s, 0, w, col0);
+        float lo = e[0] * bf_lo(word), hi = e[0] * bf_hi(word);
+        for (int i = 1; i <= nb; ++i) {
+            word = src_word(a, sm, s, i, w, col0);
+            lo = lo + e[i] * bf_lo(word);
+            hi = hi + e[i] * bf_hi(word);
+        }
+        *reinterpret_cast<float2*>(&sm.mixed[s][2 * w]) = make_float2(lo / e[nb + 1], hi / e[nb + 1]);
     }
     __syncthreads();
     for (int s = threadIdx.x; s < S; s += kThreads) {
@@ -160,8 +171,7 @@ __device__ bool attn_x(const KdaArgs& a, const Ctl& c, AttnSmem& sm, int j) {
         uint32_t o[4];
         for (int q = 0; q < 4; ++q) {
             const int d = d0 + 2 * q;
-            o[q] = pack((sm.mixed[s][d] * sm.rr[s]) * bf(a.input_norm_w[col0 + d]),
-                        (sm.mixed[s][d + 1] * sm.rr[s]) * bf(a.input_norm_w[col0 + d + 1]));
+            o[q] = pack((sm.mixed[s][d] * sm.rr[s]) * sm.nw[d], (sm.mixed[s][d + 1] * sm.rr[s]) * sm.nw[d + 1]);
         }
         *reinterpret_cast<uint4*>(a.x + size_t(s) * k3::D + col0 + d0) = make_uint4(o[0], o[1], o[2], o[3]);
     }
