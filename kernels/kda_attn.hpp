@@ -28,7 +28,7 @@ struct AttnSmem {
     float scratch[k3::kMaxS * k3::kAttn];  // mailbox values of the instruction being run
     float rr[k3::kMaxS];
     float logit[k3::kMaxNb + 1];
-    float e[k3::kMaxNb + 1];
+    float exps[k3::kMaxNb + 1];  // the gate's e_i, summed in source order on one thread
 };
 
 // Word w (columns 2w, 2w+1 of the slice) of source i of row s.
@@ -113,13 +113,13 @@ __device__ bool attn_gate(const KdaArgs& a, const Ctl& c, AttnSmem& sm, int row)
         float m = sm.logit[0];
         for (int i = 1; i < ns; ++i) m = fmaxf(m, sm.logit[i]);
         const float e = exp_f(sm.logit[threadIdx.x] - m);
-        sm.e[threadIdx.x] = e;
+        sm.exps[threadIdx.x] = e;
         put_tagged(a, c, Mailbox::WGT, row, threadIdx.x, e);
     }
     __syncthreads();
     if (threadIdx.x == 0) {
-        float den = sm.e[0];
-        for (int i = 1; i < ns; ++i) den = den + sm.e[i];
+        float den = sm.exps[0];
+        for (int i = 1; i < ns; ++i) den = den + sm.exps[i];
         put_tagged(a, c, Mailbox::WGT, row, ns, den);
     }
     __syncthreads();

@@ -56,7 +56,7 @@ struct GemvBatchSmem {
     static constexpr int kXRowWords = kChunkCols / 2 + 4;  // 16-byte rows shifted 4 banks each
     static constexpr int kWideStageWords = kBoxesPerStep * 2 * kBandRows * kBoxWords;  // a step of 6 groups: 48 KB
     static constexpr int kMaxWStages = 8;
-    static constexpr int kDeepMaxS = 32;  // up to this S, 4 steps of 6 groups (8 of 3) and a 2-step x ring fit
+    static constexpr int kDeepMaxS = 32;  // the buffer holds 4 steps of 6 groups (8 of 3) beside a 2-step x ring of this many rows
     static constexpr int kDeepRingMaxS = 16;  // up to this S the pass keeps them all (BatchStage::count)
     // weight stages first, then the x ring in what is left: S rows a step, as many steps as fit
     // (the buffer also holds the pass's partials, red, at the end)
