@@ -26,7 +26,7 @@ void require_bench_shape(const std::string& option, long r, long l) {
 int cmd_bench(const Args& args) {
     po::options_description opts("monokda bench");
     int R = 0, L = 0, nb = 4, reps = 200, sets = 4;
-    std::string out, commit, plant, shapes, evict, gemv;
+    std::string out, commit, plant, shapes, evict, gemv, parts;
     opts.add_options()
         ("R", po::value(&R), "requests (with --L: one shape instead of the sweep)")
         ("L", po::value(&L), "tokens a request (with --R)")
@@ -42,6 +42,8 @@ int cmd_bench(const Args& args) {
         ("gemv-bands", po::value(&gemv)->default_value("auto"),
          "who runs the fused kernel's in_proj bands: auto (the plan's choice) | spec (the CTAs past the attn "
          "slices) | every (every CTA)")
+        ("attn-parts", po::value(&parts)->default_value("auto"),
+         "the fused kernel's attn CTAs a slice (its rows split between them): auto (the plan's choice) | 1 | 2")
         ("commit", po::value(&commit), "commit recorded in the results")
         ("output,o", po::value(&out), "results JSON (issue 6 schema); -detail.json, .md and .svg beside it")
         ("check", "instead of timing: check the unfused chain against the reference (exit 1 on a failure)")
@@ -50,7 +52,8 @@ int cmd_bench(const Args& args) {
     po::variables_map vm;
     const std::string usage =
         "monokda bench [--R R --L L | --shapes RxL,...] [--nb 4] [--block-write] [--reps 200] [--sets 4] [--no-fused]\n"
-        "              [--weight-evict first|normal] [--gemv-bands auto|spec|every] [-o results.json]\n"
+        "              [--weight-evict first|normal] [--gemv-bands auto|spec|every] [--attn-parts auto|1|2]\n"
+        "              [-o results.json]\n"
         "       monokda bench --check [--R R --L L --nb 4] [--plant TENSOR] [-o report.md]";
     if (!parse_args(args, usage, opts, pos, vm)) return 0;
     if (vm.count("R") != vm.count("L")) bad_input("--R and --L go together");
@@ -58,6 +61,8 @@ int cmd_bench(const Args& args) {
     if (vm.count("plant") && !vm.count("check")) bad_input("--plant needs --check");
     if (evict != "first" && evict != "normal") bad_input("--weight-evict must be first or normal (got '" + evict + "')");
     const GemvBands bands = parse_gemv_bands(gemv);
+    if (parts != "auto" && parts != "1" && parts != "2") bad_input("--attn-parts must be auto, 1 or 2 (got '" + parts + "')");
+    const int attn_parts = parts == "auto" ? 0 : std::stoi(parts);
     std::vector<std::pair<int, int>> shape_list;
     if (vm.count("R")) shape_list.push_back({R, L});
     if (vm.count("shapes")) {
@@ -73,7 +78,7 @@ int cmd_bench(const Args& args) {
         if (shape_list.empty()) bad_input("--shapes: no shape given");
     }
 #ifndef MONOKDA_HAVE_GPU_BENCH
-    (void)nb; (void)reps; (void)sets; (void)bands;
+    (void)nb; (void)reps; (void)sets; (void)bands; (void)attn_parts;
     bad_input("this monokda was built without CUDA; configure with -DMONOKDA_CUDA=ON to run the GPU benchmark");
 #else
     if (vm.count("check")) {
@@ -109,6 +114,7 @@ int cmd_bench(const Args& args) {
     o.stages = !vm.count("no-stages");
     o.fused_choices.weight_evict_first = evict == "first";
     o.fused_choices.gemv_bands = bands;
+    o.fused_choices.attn_parts = attn_parts;
     o.commit = commit;
     o.command = "monokda bench";
     for (const auto& a : args) o.command += " " + a;

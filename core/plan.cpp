@@ -24,6 +24,7 @@ PlanParams PlanParams::k3_for(const Config& cfg, int blocks) {
     p.blocks = blocks;
     p.kda_chunk_rows = k3_chunk_rows(cfg, blocks);
     p.gemv_every_cta = cfg.S() >= kSpreadGemvMinS;
+    if (p.gemv_every_cta && cfg.D / p.slice_width * kSplitAttnRowParts < blocks) p.attn_row_parts = kSplitAttnRowParts;
     return p;
 }
 
@@ -36,6 +37,7 @@ GemvBands parse_gemv_bands(const std::string& s) {
 
 void apply_gemv_bands(PlanParams& p, GemvBands b) {
     if (b != GemvBands::by_plan) p.gemv_every_cta = b == GemvBands::every;
+    if (b == GemvBands::spec) p.attn_row_parts = 1;  // SPEC §4's layout: the bands start past one CTA a slice
 }
 
 PlanParams PlanParams::defaults_for(const Config& cfg) {
@@ -54,6 +56,11 @@ void PlanParams::validate(const Config& cfg) const {
     need(blocks > n_attn && blocks <= 65536,
          "blocks must exceed the attn CTAs (D / slice_width = " + s(n_attn) + ") and be at most 65536 (got " +
              s(blocks) + ")");
+    need(attn_row_parts >= 1 && attn_row_parts <= cfg.S(),
+         "attn_row_parts must be 1..S = " + s(cfg.S()) + " (got " + s(attn_row_parts) + ")");
+    need(int64_t(n_attn) * attn_row_parts < blocks,
+         "blocks must exceed the attn CTAs (D / slice_width × attn_row_parts = " + s(int64_t(n_attn) * attn_row_parts) +
+             ", got " + s(blocks) + ")");
     need(gemv_group_rows > 0 && cfg.N % gemv_group_rows == 0,
          "gemv_group_rows must divide N = " + s(cfg.N) + " (got " + s(gemv_group_rows) + ")");
     need(kda_chunk_rows > 0 && cfg.V % kda_chunk_rows == 0,
@@ -121,7 +128,12 @@ std::string Plan::entry_name(const MailboxRef& e) const {
             return "PART[row " + s(i / n_attn_ / ns) + "][src " + s(i / n_attn_ % ns) + "][slice " + s(i % n_attn_) + "]";
         case Mailbox::WGT: return "WGT[row " + s(i) + "]";
         case Mailbox::MSQ: return "MSQ[row " + s(i / n_attn_) + "][slice " + s(i % n_attn_) + "]";
-        case Mailbox::XRDY: return "XRDY[slice " + s(i) + "]";
+        case Mailbox::XRDY: {
+            const int parts = attn_parts();
+            if (parts == 1) return "XRDY[slice " + s(i) + "]";
+            const int p = i % parts;
+            return "XRDY[slice " + s(i / parts) + "][rows " + s(attn_row_begin(p)) + ".." + s(attn_row_begin(p + 1) - 1) + "]";
+        }
         case Mailbox::PROJ: return "PROJ[group " + s(i) + "]";
         case Mailbox::QK: return "QK[r " + s(i / nc / H) + "][h " + s(i / nc % H) + "][chunk " + s(i % nc) + "]";
         case Mailbox::ONRM: return "ONRM[row " + s(i / nc / H) + "][h " + s(i / nc % H) + "][chunk " + s(i % nc) + "]";
@@ -133,7 +145,9 @@ std::string Plan::describe(const Instr& in) const {
     auto s = [](int v) { return std::to_string(v); };
     std::string n = to_string(in.opcode());
     switch (in.opcode()) {
-        case Op::ATTN_PART: case Op::ATTN_MIX: case Op::ATTN_X: return n + "(slice " + s(in.a) + ")";
+        case Op::ATTN_PART: case Op::ATTN_MIX: case Op::ATTN_X:
+            if (attn_parts() == 1 || in.b < 0 || in.b >= attn_parts()) return n + "(slice " + s(in.a) + (in.b ? ", part " + s(in.b) : "") + ")";
+            return n + "(slice " + s(in.a) + ", rows " + s(attn_row_begin(in.b)) + ".." + s(attn_row_begin(in.b + 1) - 1) + ")";
         case Op::ATTN_GATE: return n + "(row " + s(in.a) + ")";
         case Op::GEMV_PREFETCH: case Op::GEMV_GROUP: return n + "(group " + s(in.a) + ")";
         case Op::KDA_LOAD: case Op::KDA_CONV: case Op::KDA_REC: case Op::KDA_NORM:
@@ -155,19 +169,21 @@ Plan Plan::build(const Config& cfg, const PlanParams& params) {
     p.entries_[int(Mailbox::PART)] = S * (cfg.nb + 1) * p.n_attn_;
     p.entries_[int(Mailbox::WGT)] = S;
     p.entries_[int(Mailbox::MSQ)] = S * p.n_attn_;
-    p.entries_[int(Mailbox::XRDY)] = p.n_attn_;
+    p.entries_[int(Mailbox::XRDY)] = p.n_attn_ * params.attn_row_parts;
     p.entries_[int(Mailbox::PROJ)] = p.n_groups_;
     p.entries_[int(Mailbox::QK)] = cfg.R * cfg.H * p.n_chunks_;
     p.entries_[int(Mailbox::ONRM)] = S * cfg.H * p.n_chunks_;
 
     p.instrs_.assign(size_t(params.blocks), {});
-    for (int j = 0; j < p.n_attn_; ++j) {  // attn CTAs: their slice, the gates of rows ≡ j, mix, x
-        auto& l = p.instrs_[size_t(j)];
-        l.push_back({int32_t(Op::ATTN_PART), j, 0, 0});
-        for (int row = j; row < S; row += p.n_attn_) l.push_back({int32_t(Op::ATTN_GATE), row, 0, 0});
-        l.push_back({int32_t(Op::ATTN_MIX), j, 0, 0});
-        l.push_back({int32_t(Op::ATTN_X), j, 0, 0});
-    }
+    for (int part = 0; part < params.attn_row_parts; ++part)  // attn CTAs: slice and rows, the gates of rows ≡ cta, mix, x
+        for (int j = 0; j < p.n_attn_; ++j) {
+            const int cta = p.attn_cta(j, part);
+            auto& l = p.instrs_[size_t(cta)];
+            l.push_back({int32_t(Op::ATTN_PART), j, part, 0});
+            for (int row = cta; row < S; row += p.n_attn_ctas()) l.push_back({int32_t(Op::ATTN_GATE), row, 0, 0});
+            l.push_back({int32_t(Op::ATTN_MIX), j, part, 0});
+            l.push_back({int32_t(Op::ATTN_X), j, part, 0});
+        }
     for (int g = 0; g < p.n_groups_; ++g) {  // gemv groups in contiguous bands, in order
         auto& l = p.instrs_[size_t(p.gemv_cta(g))];
         l.push_back({int32_t(Op::GEMV_PREFETCH), g, 0, 0});
@@ -220,13 +236,14 @@ static void add_groups(std::vector<Plan::Wait>& w, int32_t group, const Plan& p,
 void Plan::derive_one(const Instr& in, std::vector<Wait>& w, std::vector<MailboxRef>& pr) const {
     const Config& c = cfg_;
     const int S = c.S(), E = c.E(), rows = params_.kda_chunk_rows, qs = qk_share();
-    auto slice_ok = [&](int j) { return j >= 0 && j < n_attn_; };
+    // a slice instruction's operands, and its rows
+    auto slice_ok = [&]() { return in.a >= 0 && in.a < n_attn_ && in.b >= 0 && in.b < attn_parts() && in.c == 0; };
+    const int r0 = slice_ok() ? attn_row_begin(in.b) : 0, r1 = slice_ok() ? attn_row_begin(in.b + 1) : 0;
     auto task_ok = [&]() { return in.a >= 0 && in.a < c.R && in.b >= 0 && in.b < c.H && in.c >= 0 && in.c < n_chunks_; };
     std::vector<int> seen;
     switch (in.opcode()) {
         case Op::ATTN_PART:
-            if (!slice_ok(in.a)) break;
-            for (int row = 0; row < S; ++row)
+            for (int row = r0; row < r1; ++row)
                 for (int src = 0; src <= c.nb; ++src) pr.push_back(part(row, src, in.a));
             break;
         case Op::ATTN_GATE:
@@ -236,20 +253,19 @@ void Plan::derive_one(const Instr& in, std::vector<Wait>& w, std::vector<Mailbox
             pr.push_back(wgt(in.a));
             break;
         case Op::ATTN_MIX:
-            if (!slice_ok(in.a)) break;
-            for (int row = 0; row < S; ++row) w.push_back({wgt(row), row});
-            for (int row = 0; row < S; ++row) pr.push_back(msq(row, in.a));
+            for (int row = r0; row < r1; ++row) w.push_back({wgt(row), row});
+            for (int row = r0; row < r1; ++row) pr.push_back(msq(row, in.a));
             break;
         case Op::ATTN_X:
-            if (!slice_ok(in.a)) break;
-            for (int row = 0; row < S; ++row)
+            for (int row = r0; row < r1; ++row)
                 for (int j = 0; j < n_attn_; ++j) w.push_back({msq(row, j), row});
-            pr.push_back(xrdy(in.a));
+            if (r1 > r0) pr.push_back(xrdy(in.a, in.b));
             break;
         case Op::GEMV_PREFETCH: break;
         case Op::GEMV_GROUP:
             if (in.a < 0 || in.a >= n_groups_) break;
-            for (int j = 0; j < n_attn_; ++j) w.push_back({xrdy(j), j});
+            for (int j = 0; j < n_attn_; ++j)
+                for (int part = 0; part < attn_parts(); ++part) w.push_back({xrdy(j, part), j});
             pr.push_back(proj(in.a));
             break;
         case Op::KDA_LOAD: break;
@@ -413,6 +429,7 @@ std::vector<int32_t> Plan::serialize() const {
     if (!team_parent_.empty()) throw std::logic_error("plan: a with_kda_teams plan is the emulator's, not a launch's");
     h.blocks = blocks();
     h.n_attn = n_attn_;
+    h.attn_row_parts = attn_parts();
     h.slice_width = params_.slice_width;
     h.n_gemv = n_gemv();
     h.gemv_group_rows = params_.gemv_group_rows;

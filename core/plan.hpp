@@ -21,6 +21,10 @@ struct PlanParams {
     // in_proj bands dealt over every CTA, the attn CTAs taking theirs after ATTN_X, instead of only
     // over SPEC §4's CTAs past the attn slices (Plan::gemv_cta)
     bool gemv_every_cta = false;
+    // CTAs an attn slice's rows are split over (part p: attn_rows_begin(S, parts, p) ..): each runs
+    // the slice's ATTN_PART, ATTN_MIX and ATTN_X on its rows only. Every sum is still within one
+    // slice and one row, so the results do not change; the latency-bound attn loops get more SMs.
+    int attn_row_parts = 1;
 
     // "k3": {132, 128, 16, 128} (one kda task a head; k3_for picks the rows for a step). "small":
     // {24, 16, 16, 8}: 16 attn slices and 4 chunks a head, so a small config still exercises many
@@ -44,6 +48,9 @@ struct PlanParams {
     // Measured both ways on the H200 (docs/kernel.md, "gemv bands"): every CTA wins from 17 rows on
     // (18–28 rows: 2–6 µs, 9 shapes) and loses at 16 (2×8 +5.5 µs, 4×4 +6).
     static constexpr int kSpreadGemvMinS = 17;
+    // k3's attn role from the same rows on: two row halves a slice (attn_row_parts 2) on 112 CTAs,
+    // where every CTA takes in_proj bands after its attn instructions anyway.
+    static constexpr int kSplitAttnRowParts = 2;
     // BadInput naming the field ("plan: blocks ...") when the plan cannot be built for cfg.
     void validate(const Config& cfg) const;
 };
@@ -53,17 +60,22 @@ struct PlanParams {
 // CTA (every).
 enum class GemvBands { by_plan, spec, every };
 GemvBands parse_gemv_bands(const std::string& s);  // "auto" | "spec" | "every"; BadInput otherwise
-void apply_gemv_bands(PlanParams& p, GemvBands b);  // gemv_every_cta, unless by_plan
+void apply_gemv_bands(PlanParams& p, GemvBands b);  // gemv_every_cta, unless by_plan (spec: one attn CTA a slice too)
+
+// Rows of attn part p when S rows are split over `parts` CTAs a slice: [begin(p), begin(p + 1)),
+// balanced (the plan, the emulator and the kernel all split with this).
+MONOKDA_HD int attn_rows_begin(int S, int parts, int p) { return p * S / parts; }
 
 enum class Role : int32_t { attn = 0, gemv = 1, kda = 2 };
 const char* to_string(Role r);
 
 // Instruction opcodes. Operands a, b, c; unused ones are 0.
 enum class Op : int32_t {
-    ATTN_PART = 1,      // a = slice: prefix_out (+ bank row nb) of the slice, all rows; Σv², Σv·wq partials → PART
+    // the three slice instructions: a = slice, b = part (its rows: attn_rows_begin)
+    ATTN_PART = 1,      // prefix_out (+ bank row nb) of the slice, the part's rows; Σv², Σv·wq partials → PART
     ATTN_GATE = 2,      // a = row: combine PART[row][*][*] in slice order → softmax weights → WGT[row]
-    ATTN_MIX = 3,       // a = slice: mixed columns of the slice, all rows (waits WGT); partial Σmixed² → MSQ
-    ATTN_X = 4,         // a = slice: combine MSQ[row][*] → x columns of the slice, all rows → XRDY[slice]
+    ATTN_MIX = 3,       // mixed columns of the slice, the part's rows (waits WGT); partial Σmixed² → MSQ
+    ATTN_X = 4,         // combine MSQ[row][*] → x columns of the slice, the part's rows → XRDY[slice][part]
     GEMV_PREFETCH = 5,  // a = group: issue the group's in_proj weight loads (waits for nothing)
     GEMV_GROUP = 6,     // a = group: proj columns of the group, all rows; x slices accumulated in slice order → PROJ
     KDA_LOAD = 7,       // a = r, b = h, c = chunk: state rows, f_b rows, conv window (no hand-off needed)
@@ -123,7 +135,7 @@ MONOKDA_HD int kda_team_tasks_begin(const Instr* list, int n) {
 struct PlanHeader {
     int32_t magic;       // kPlanMagic
     int32_t version;     // kPlanVersion
-    int32_t blocks, n_attn, slice_width, n_gemv, gemv_group_rows, n_groups, kda_chunk_rows, n_chunks;
+    int32_t blocks, n_attn, attn_row_parts, slice_width, n_gemv, gemv_group_rows, n_groups, kda_chunk_rows, n_chunks;
     int32_t D, N, H, K, V, F, R, L, S, nb;
     int32_t total_instrs;
     int32_t total_words;  // length of the whole serialisation in int32 words
@@ -131,7 +143,7 @@ struct PlanHeader {
 // the word where cta_begin starts (after the header and the two mailbox tables)
 constexpr int kPlanCtaBeginWord = int(sizeof(PlanHeader) / 4) + 2 * kMailboxCount;
 constexpr int32_t kPlanMagic = 0x4c504b4d;  // "MKPL"
-constexpr int32_t kPlanVersion = 1;
+constexpr int32_t kPlanVersion = 2;  // 2: attn_row_parts, the slice instructions' part operand
 
 class Plan {
 public:
@@ -142,29 +154,35 @@ public:
     const PlanParams& params() const { return params_; }
     int blocks() const { return params_.blocks + int(team_parent_.size()); }  // lists (with_kda_teams: more than the launch's)
     int launch_blocks() const { return params_.blocks; }
-    int n_attn() const { return n_attn_; }      // attn CTAs 0..n_attn-1, one slice each
+    int n_attn() const { return n_attn_; }      // attn slices (D / slice_width): the reductions' split
+    int attn_parts() const { return params_.attn_row_parts; }
+    int n_attn_ctas() const { return n_attn_ * attn_parts(); }  // attn CTAs 0..n_attn_ctas-1
+    int attn_cta(int slice, int part) const { return part * n_attn_ + slice; }
+    int attn_row_begin(int part) const { return attn_rows_begin(cfg_.S(), attn_parts(), part); }
+    int attn_part_of_row(int row) const { return ((row + 1) * attn_parts() - 1) / cfg_.S(); }  // inverse of the above
     // CTAs owning in_proj groups (gemv_cta), attn CTAs included with gemv_every_cta
     int n_gemv() const { return (n_groups_ + groups_per_gemv_cta() - 1) / groups_per_gemv_cta(); }
-    // CTAs the bands are dealt over: from n_attn on, wrapping onto the attn CTAs with gemv_every_cta
-    int gemv_span() const { return params_.gemv_every_cta ? launch_blocks() : launch_blocks() - n_attn_; }
+    // CTAs the bands are dealt over: from the first CTA past the attn CTAs on, wrapping onto them
+    // with gemv_every_cta
+    int gemv_span() const { return params_.gemv_every_cta ? launch_blocks() : launch_blocks() - n_attn_ctas(); }
     int n_groups() const { return n_groups_; }  // N / gemv_group_rows
     int n_chunks() const { return n_chunks_; }  // V / kda_chunk_rows
     int qk_share() const { return cfg_.K / n_chunks_; }  // q (and k) channels a kda task convolves
     int n_kda_tasks() const { return cfg_.R * cfg_.H * n_chunks_; }
     // a with_kda_teams list past the launch's CTAs holds kda tasks only
     Role first_role(int cta) const {
-        return cta < n_attn_ ? Role::attn : cta < launch_blocks() ? Role::gemv : Role::kda;
+        return cta < n_attn_ctas() ? Role::attn : cta < launch_blocks() ? Role::gemv : Role::kda;
     }
 
     // Who owns what.
-    int gate_cta(int row) const { return row % n_attn_; }
+    int gate_cta(int row) const { return row % n_attn_ctas(); }
     // in_proj groups in contiguous bands of groups_per_gemv_cta() over gemv_span() CTAs, band b on
-    // CTA (n_attn + b) mod blocks: the CTAs past the slices first (their first weights go out at
+    // CTA (n_attn_ctas + b) mod blocks: the CTAs past the attn CTAs first (their first weights go out at
     // kernel start), then, with gemv_every_cta, the attn CTAs after their ATTN_X (the last band may
     // be shorter and the last CTAs may get none). A CTA's rows are one block of the weight, which
     // the copy engine fetches in a few tall boxes (kernels/kda_gemv_batch.hpp).
     int groups_per_gemv_cta() const { return (n_groups_ + gemv_span() - 1) / gemv_span(); }
-    int gemv_cta(int group) const { return (n_attn_ + group / groups_per_gemv_cta()) % launch_blocks(); }
+    int gemv_cta(int group) const { return (n_attn_ctas() + group / groups_per_gemv_cta()) % launch_blocks(); }
     int kda_task_index(int r, int h, int chunk) const { return (r * cfg_.H + h) * n_chunks_ + chunk; }
     int kda_cta(int r, int h, int chunk) const { return kda_task_index(r, h, chunk) % launch_blocks(); }
     int group_of_col(int proj_col) const { return proj_col / params_.gemv_group_rows; }
@@ -173,7 +191,8 @@ public:
     MailboxRef part(int row, int src, int slice) const { return {Mailbox::PART, (row * (cfg_.nb + 1) + src) * n_attn_ + slice}; }
     MailboxRef wgt(int row) const { return {Mailbox::WGT, row}; }
     MailboxRef msq(int row, int slice) const { return {Mailbox::MSQ, row * n_attn_ + slice}; }
-    MailboxRef xrdy(int slice) const { return {Mailbox::XRDY, slice}; }
+    // a slice's parts are consecutive entries: a prefix of the entries is a prefix of the slices
+    MailboxRef xrdy(int slice, int part) const { return {Mailbox::XRDY, slice * attn_parts() + part}; }
     MailboxRef proj(int group) const { return {Mailbox::PROJ, group}; }
     MailboxRef qk(int r, int h, int chunk) const { return {Mailbox::QK, (r * cfg_.H + h) * n_chunks_ + chunk}; }
     MailboxRef onrm(int row, int h, int chunk) const { return {Mailbox::ONRM, (row * cfg_.H + h) * n_chunks_ + chunk}; }

@@ -272,7 +272,8 @@ std::string describe_element(const Plan& plan, const std::string& t, size_t i) {
 // The mailbox entry that carried an element to other CTAs, if any.
 std::string carrier(const Plan& plan, const std::string& t, size_t i) {
     const Config& c = plan.config();
-    if (t == "x") return plan.entry_name(plan.xrdy(int(i % size_t(c.D)) / plan.params().slice_width));
+    if (t == "x")
+        return plan.entry_name(plan.xrdy(int(i % size_t(c.D)) / plan.params().slice_width, plan.attn_part_of_row(int(i / size_t(c.D)))));
     if (t == "proj") return plan.entry_name(plan.proj(plan.group_of_col(int(i % size_t(c.N)))));
     if (t == "qkv") {
         const int row = int(i / size_t(c.C)), col = int(i % size_t(c.C));
@@ -382,7 +383,8 @@ EmulateResult emulate(Prepared& prep, const EmulateOptions& o) {
     r += "monokda emulate: " + prep.fixture.str() + " (D " + std::to_string(cfg.D) + ", H " + std::to_string(cfg.H) +
          ", K " + std::to_string(cfg.K) + ", R " + std::to_string(cfg.R) + ", L " + std::to_string(cfg.L) + ", nb " +
          std::to_string(cfg.nb) + ", S " + std::to_string(cfg.S()) + ")\n";
-    r += "plan: " + std::to_string(plan.launch_blocks()) + " CTAs: " + std::to_string(plan.n_attn()) + " attn (slices of " +
+    r += "plan: " + std::to_string(plan.launch_blocks()) + " CTAs: " + std::to_string(plan.n_attn_ctas()) + " attn (" +
+         (plan.attn_parts() > 1 ? std::to_string(plan.attn_parts()) + " row parts a slice, " : "") + "slices of " +
          std::to_string(pp.slice_width) + "), in_proj in " + std::to_string(plan.n_groups()) + " groups of " +
          std::to_string(pp.gemv_group_rows) + " on " + std::to_string(plan.n_gemv()) + " CTAs (" +
          (pp.gemv_every_cta ? "bands over every CTA" : "past the slices") + "), " + std::to_string(plan.n_kda_tasks()) + " kda tasks (" +

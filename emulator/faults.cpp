@@ -60,7 +60,7 @@ Plan apply_plan_fault(const Plan& plan, Fault f) {
         }
     } else if (f == Fault::poll_behind_loads) {
         // move every GEMV_PREFETCH of the first gemv CTA to the front of its list
-        const int cta = p.n_attn();
+        const int cta = p.n_attn_ctas();
         std::vector<Instr> pre;
         for (int i = int(p.instrs(cta).size()) - 1; i >= 0; --i)
             if (p.instrs(cta)[size_t(i)].opcode() == Op::GEMV_PREFETCH) {

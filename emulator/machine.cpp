@@ -327,7 +327,7 @@ private:
     }
     // The mailbox entry that guards a hand-off element (false: private to its task, no guard).
     bool guard(int sp, int row, int col, MailboxRef& g) const {
-        if (sp == SP_X) { g = plan_.xrdy(col / plan_.params().slice_width); return true; }
+        if (sp == SP_X) { g = plan_.xrdy(col / plan_.params().slice_width, plan_.attn_part_of_row(row)); return true; }
         if (sp == SP_PROJ) { g = plan_.proj(plan_.group_of_col(col)); return true; }
         const int E = cfg_.E();
         if (col >= 2 * E) return false;  // v channels stay within their task
@@ -509,7 +509,7 @@ private:
             const int32_t grp = waits[c.wpos].group;
             size_t gend = c.wpos;
             while (gend < waits.size() && waits[gend].group == grp) ++gend;
-            if (opt_.fault == Fault::x_before_flag && in.opcode() == Op::GEMV_GROUP && cta == plan_.n_attn() && !c.early) {
+            if (opt_.fault == Fault::x_before_flag && in.opcode() == Op::GEMV_GROUP && cta == plan_.n_attn_ctas() && !c.early) {
                 group_work(cta, in, grp);  // the planted bug: the slice is used before its flag is polled
                 c.early = true;
             }
@@ -756,10 +756,10 @@ private:
     }
     void finish_work(int cta, const Instr& in) {
         switch (in.opcode()) {
-            case Op::ATTN_PART: attn_part(cta, in.a); break;
+            case Op::ATTN_PART: attn_part(cta, in.a, in.b); break;
             case Op::ATTN_GATE: attn_gate(cta, in.a); break;
             case Op::ATTN_MIX: break;
-            case Op::ATTN_X: attn_x_flag(cta, in.a); break;
+            case Op::ATTN_X: attn_x_flag(cta, in.a, in.b); break;
             case Op::GEMV_GROUP: gemv_store(cta, in.a); break;
             case Op::KDA_CONV: kda_conv(cta, in.a, in.b, in.c); break;
             case Op::KDA_REC: kda_rec(cta, in.a, in.b, in.c); break;
@@ -768,12 +768,12 @@ private:
         }
     }
 
-    // A4 partials of one slice, for every row and source; P' of the slice (A1).
-    void attn_part(int cta, int j) {
+    // A4 partials of one slice, for the part's rows and every source; P' of the slice (A1).
+    void attn_part(int cta, int j, int part) {
         Cta& c = ctas_[size_t(cta)];
         const int S = cfg_.S(), D = cfg_.D, nb = cfg_.nb, w = plan_.params().slice_width, d0 = j * w;
         c.pslice.assign(size_t(S) * size_t(w), 0.f);
-        for (int s = 0; s < S; ++s) {
+        for (int s = plan_.attn_row_begin(part); s < plan_.attn_row_begin(part + 1); ++s) {
             const size_t row = size_t(s) * size_t(D);
             for (int d = d0; d < d0 + w; ++d) {
                 bf16 po = bf16::round(f((*prefix_)[row + size_t(d)]) + f((*delta_)[row + size_t(d)]));
@@ -864,9 +864,9 @@ private:
             store_data(cta, SP_X, row, d, bf16::round((mixed[d - d0] * rr) * f(in.input_norm_w[size_t(d)])));
         log_data(cta, SP_X, d0, w);
     }
-    void attn_x_flag(int cta, int j) {
+    void attn_x_flag(int cta, int j, int part) {
         if (opt_.fault == Fault::missing_xrdy && cta == 1) return;
-        store_flag(cta, plan_.xrdy(j), !(opt_.fault == Fault::flag_before_data && cta == 1));
+        store_flag(cta, plan_.xrdy(j, part), !(opt_.fault == Fault::flag_before_data && cta == 1));
     }
 
     // B for the group's columns: slice j's partial sums, added to the running sums in slice order.

@@ -22,6 +22,7 @@ constexpr int kGroups = N / kGroupRows;  // 393
 // chooses by the step's shape; docs/kernel.md, "kda tasks")
 constexpr int kChunkRowsSpec = PlanParams::kSpecChunkRows, kChunkRowsHead = V;
 constexpr int kMaxS = 64, kMaxL = 8, kMaxNb = 8;
+constexpr int kMaxAttnParts = 2;  // XRDY entries a slice the gemv pass reads (kda_gemv_batch.hpp)
 }  // namespace k3
 
 constexpr int kThreads = 256;
@@ -48,6 +49,7 @@ struct KdaErrorRecord {
 struct KdaArgs {
     const int32_t* plan;  // Plan::serialize() on the device
     int R, L, S, nb, block_write, conv_ds, slots;
+    int attn_parts;  // the plan's attn_row_parts: a slice's rows over this many CTAs (1 or 2)
     float eps, l2_eps, lower_bound, kscale;
 
     const bf16* prefix;

@@ -1,5 +1,6 @@
-// Role attn (SPEC §3 A on the CTAs of core/plan.hpp): CTA j owns columns j·128 .. j·128+127 of
-// every row. ATTN_PART → PART, ATTN_GATE(row) → WGT, ATTN_MIX → MSQ, ATTN_X → x and XRDY.
+// Role attn (SPEC §3 A on the CTAs of core/plan.hpp): the CTA of (slice j, part p) owns columns
+// j·128 .. j·128+127 of the part's rows (AttnRows; every row with one part a slice).
+// ATTN_PART → PART, ATTN_GATE(row) → WGT, ATTN_MIX → MSQ, ATTN_X → x and XRDY.
 // Sums follow Plan::reduction_order(): Σv², Σv·wq and Σmixed² are sequential within the slice and
 // the 56 slice partials are added in slice order; the softmax and the mix are sequential over
 // sources. Shared memory persists from ATTN_PART to ATTN_X (the sources are read twice).
@@ -31,37 +32,45 @@ struct AttnSmem {
     float exps[k3::kMaxNb + 1];  // the gate's e_i, summed in source order on one thread
 };
 
-// Word w (columns 2w, 2w+1 of the slice) of source i of row s.
-__device__ __forceinline__ uint32_t src_word(const KdaArgs& a, const AttnSmem& sm, int s, int i, int w, int col0) {
+// The rows of a slice instruction's part (operand b); shared memory holds them from row 0.
+struct AttnRows {
+    int r0, n;
+    __device__ AttnRows(const KdaArgs& a, int part)
+        : r0(attn_rows_begin(a.S, a.attn_parts, part)), n(attn_rows_begin(a.S, a.attn_parts, part + 1) - r0) {}
+};
+
+// Word w (columns 2w, 2w+1 of the slice) of source i of the part's row s (the step's row r0 + s).
+__device__ __forceinline__ uint32_t src_word(const KdaArgs& a, const AttnSmem& sm, int r0, int s, int i, int w, int col0) {
     if (kSourcesInShared) return sm.src[s][i][w];
     if (i == a.nb) return sm.src[s][0][w];
-    return __ldg(reinterpret_cast<const uint32_t*>(a.blocks + s * a.blocks_rs + i * a.blocks_bs + col0) + w);
+    return __ldg(reinterpret_cast<const uint32_t*>(a.blocks + (r0 + s) * a.blocks_rs + i * a.blocks_bs + col0) + w);
 }
 
 // P' = bf16(P + delta) → prefix_out (and bank row nb); per (row, source) partial Σv², Σv·wq → PART.
-__device__ void attn_part(const KdaArgs& a, const Ctl& c, AttnSmem& sm, int j) {
-    const int S = a.S, nb = a.nb, col0 = j * k3::kSlice;
+__device__ void attn_part(const KdaArgs& a, const Ctl& c, AttnSmem& sm, int j, int part) {
+    const AttnRows rows(a, part);
+    const int S = rows.n, r0 = rows.r0, nb = a.nb, col0 = j * k3::kSlice;  // S: the part's rows
     for (int d = threadIdx.x; d < k3::kSlice; d += kThreads) {
         sm.wq[d] = bf(a.res_norm_w[col0 + d]) * bf(a.res_proj_w[col0 + d]);  // exact: 8-bit × 8-bit mantissas
         sm.nw[d] = bf(a.input_norm_w[col0 + d]);
     }
     for (int it = threadIdx.x; it < S * 16; it += kThreads) {
-        const int s = it / 16, col = col0 + (it % 16) * 8;
-        const uint4 p = __ldg(reinterpret_cast<const uint4*>(a.prefix + s * a.prefix_rs + col));
-        const uint4 dl = __ldg(reinterpret_cast<const uint4*>(a.delta + s * a.delta_rs + col));
+        const int s = it / 16, row = r0 + s, col = col0 + (it % 16) * 8;
+        const uint4 p = __ldg(reinterpret_cast<const uint4*>(a.prefix + row * a.prefix_rs + col));
+        const uint4 dl = __ldg(reinterpret_cast<const uint4*>(a.delta + row * a.delta_rs + col));
         const uint32_t pw[4] = {p.x, p.y, p.z, p.w}, dw[4] = {dl.x, dl.y, dl.z, dl.w};
         uint32_t o[4];
         for (int q = 0; q < 4; ++q)
             o[q] = pack(bf_lo(pw[q]) + bf_lo(dw[q]), bf_hi(pw[q]) + bf_hi(dw[q]));  // rounding #1
         const uint4 ov = make_uint4(o[0], o[1], o[2], o[3]);
-        *reinterpret_cast<uint4*>(a.prefix_out + s * a.prefix_out_rs + col) = ov;
-        if (a.block_write) *reinterpret_cast<uint4*>(a.blocks + s * a.blocks_rs + nb * a.blocks_bs + col) = ov;
+        *reinterpret_cast<uint4*>(a.prefix_out + row * a.prefix_out_rs + col) = ov;
+        if (a.block_write) *reinterpret_cast<uint4*>(a.blocks + row * a.blocks_rs + nb * a.blocks_bs + col) = ov;
         for (int q = 0; q < 4; ++q) sm.src[s][kSourcesInShared ? nb : 0][(it % 16) * 4 + q] = o[q];
     }
     if (threadIdx.x >= kThreads - kWave) warm_exp();  // the last warp's rows are loaded last, if at all
     for (int it = threadIdx.x; kSourcesInShared && it < nb * S * 16; it += kThreads) {
         const int i = it / (S * 16), s = it / 16 % S, q16 = it % 16;
-        const uint4 v = __ldg(reinterpret_cast<const uint4*>(a.blocks + s * a.blocks_rs + i * a.blocks_bs + col0 + q16 * 8));
+        const uint4 v = __ldg(reinterpret_cast<const uint4*>(a.blocks + (r0 + s) * a.blocks_rs + i * a.blocks_bs + col0 + q16 * 8));
         sm.src[s][i][q16 * 4 + 0] = v.x;
         sm.src[s][i][q16 * 4 + 1] = v.y;
         sm.src[s][i][q16 * 4 + 2] = v.z;
@@ -70,14 +79,14 @@ __device__ void attn_part(const KdaArgs& a, const Ctl& c, AttnSmem& sm, int j) {
     __syncthreads();
     for (int p = threadIdx.x; p < S * (nb + 1); p += kThreads) {
         const int s = p / (nb + 1), i = p % (nb + 1);
-        uint32_t word = src_word(a, sm, s, i, 0, col0);
+        uint32_t word = src_word(a, sm, r0, s, i, 0, col0);
         float v = bf_lo(word);
         float ss = v * v, dot = v * sm.wq[0];
         v = bf_hi(word);
         ss = ss + v * v;
         dot = dot + v * sm.wq[1];
         for (int w = 1; w < k3::kSlice / 2; ++w) {
-            word = src_word(a, sm, s, i, w, col0);
+            word = src_word(a, sm, r0, s, i, w, col0);
             v = bf_lo(word);
             ss = ss + v * v;
             dot = dot + v * sm.wq[2 * w];
@@ -85,7 +94,7 @@ __device__ void attn_part(const KdaArgs& a, const Ctl& c, AttnSmem& sm, int j) {
             ss = ss + v * v;
             dot = dot + v * sm.wq[2 * w + 1];
         }
-        const int entry = (s * (nb + 1) + i) * k3::kAttn + j;  // Plan::part(s, i, j)
+        const int entry = ((r0 + s) * (nb + 1) + i) * k3::kAttn + j;  // Plan::part(row, i, j)
         put_tagged(a, c, Mailbox::PART, entry, 0, ss);
         put_tagged(a, c, Mailbox::PART, entry, 1, dot);
     }
@@ -127,18 +136,19 @@ __device__ bool attn_gate(const KdaArgs& a, const Ctl& c, AttnSmem& sm, int row)
 }
 
 // mixed = Σ_i e_i·v_i / Σe for the slice's columns (kept f32), partial Σmixed² → MSQ[row][j].
-__device__ bool attn_mix(const KdaArgs& a, const Ctl& c, AttnSmem& sm, int j) {
-    const int S = a.S, nb = a.nb, wpe = nb + 2, col0 = j * k3::kSlice;
-    if (!wait_tagged(a, c, Mailbox::WGT, 0, S * wpe, sm.scratch)) return false;
+__device__ bool attn_mix(const KdaArgs& a, const Ctl& c, AttnSmem& sm, int j, int part) {
+    const AttnRows rows(a, part);
+    const int S = rows.n, r0 = rows.r0, nb = a.nb, wpe = nb + 2, col0 = j * k3::kSlice;  // S: the part's rows
+    if (!wait_tagged(a, c, Mailbox::WGT, r0, S * wpe, sm.scratch)) return false;
     // a word (two columns) a thread: each source word is read once and the two columns' sums are
     // independent chains (one column a thread ran ~70 instructions a round at 8 warps an SM)
     for (int it = threadIdx.x; it < S * (k3::kSlice / 2); it += kThreads) {
         const int s = it / (k3::kSlice / 2), w = it % (k3::kSlice / 2);
         const float* e = sm.scratch + s * wpe;
-        uint32_t word = src_word(a, sm, s, 0, w, col0);
+        uint32_t word = src_word(a, sm, r0, s, 0, w, col0);
         float lo = e[0] * bf_lo(word), hi = e[0] * bf_hi(word);
         for (int i = 1; i <= nb; ++i) {
-            word = src_word(a, sm, s, i, w, col0);
+            word = src_word(a, sm, r0, s, i, w, col0);
             lo = lo + e[i] * bf_lo(word);
             hi = hi + e[i] * bf_hi(word);
         }
@@ -149,16 +159,17 @@ __device__ bool attn_mix(const KdaArgs& a, const Ctl& c, AttnSmem& sm, int j) {
         const float* m = sm.mixed[s];
         float ms = m[0] * m[0];
         for (int d = 1; d < k3::kSlice; ++d) ms = ms + m[d] * m[d];
-        put_tagged(a, c, Mailbox::MSQ, s * k3::kAttn + j, 0, ms);
+        put_tagged(a, c, Mailbox::MSQ, (r0 + s) * k3::kAttn + j, 0, ms);
     }
     __syncthreads();
     return true;
 }
 
-// x = bf16((mixed · 1/rms) · input_norm_w) for the slice (rounding #2) → x, then XRDY[j].
-__device__ bool attn_x(const KdaArgs& a, const Ctl& c, AttnSmem& sm, int j) {
-    const int S = a.S, col0 = j * k3::kSlice;
-    if (!wait_tagged(a, c, Mailbox::MSQ, 0, S * k3::kAttn, sm.scratch)) return false;
+// x = bf16((mixed · 1/rms) · input_norm_w) for the slice (rounding #2) → x, then XRDY[j][part].
+__device__ bool attn_x(const KdaArgs& a, const Ctl& c, AttnSmem& sm, int j, int part) {
+    const AttnRows rows(a, part);
+    const int S = rows.n, r0 = rows.r0, col0 = j * k3::kSlice;  // S: the part's rows
+    if (!wait_tagged(a, c, Mailbox::MSQ, r0 * k3::kAttn, S * k3::kAttn, sm.scratch)) return false;
     for (int s = threadIdx.x; s < S; s += kThreads) {
         const float* p = sm.scratch + s * k3::kAttn;
         float ms = p[0];
@@ -173,9 +184,9 @@ __device__ bool attn_x(const KdaArgs& a, const Ctl& c, AttnSmem& sm, int j) {
             const int d = d0 + 2 * q;
             o[q] = pack((sm.mixed[s][d] * sm.rr[s]) * sm.nw[d], (sm.mixed[s][d + 1] * sm.rr[s]) * sm.nw[d + 1]);
         }
-        *reinterpret_cast<uint4*>(a.x + size_t(s) * k3::D + col0 + d0) = make_uint4(o[0], o[1], o[2], o[3]);
+        *reinterpret_cast<uint4*>(a.x + size_t(r0 + s) * k3::D + col0 + d0) = make_uint4(o[0], o[1], o[2], o[3]);
     }
-    publish_flag(a, c, Mailbox::XRDY, j);
+    publish_flag(a, c, Mailbox::XRDY, j * a.attn_parts + part);  // Plan::xrdy(j, part)
     return true;
 }
 

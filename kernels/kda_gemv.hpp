@@ -150,7 +150,7 @@ __device__ bool gemv_group(const KdaArgs& a, Ctl& c, GemvSmem& sm, int g) {
     for (int t = 0; t < kTiles; ++t) acc[t][0] = acc[t][1] = acc[t][2] = acc[t][3] = 0.0f;
     const int tiles = (S + kMmaTileN - 1) / kMmaTileN;
     for (int j = 0; j < k3::kAttn; ++j) {
-        if (!wait_flags(a, c, Mailbox::XRDY, 1, [&](int) { return j; })) {
+        if (!wait_flags(a, c, Mailbox::XRDY, a.attn_parts, [&](int p) { return j * a.attn_parts + p; })) {
             async_wait<0>();
             return false;
         }

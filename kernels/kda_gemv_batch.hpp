@@ -165,10 +165,11 @@ __device__ __forceinline__ void async_wait_upto(int n) {
     }
 }
 
-// XRDY of both slices of step ch. Flags only ever turn ready within a launch, and every attn CTA
-// publishes its slice at about the same time, so warp 0 reads all 56 flags at once (two a lane) and
-// records how far the ready prefix reaches; later steps inside it poll nothing. While waiting only
-// lane 0 polls, on the first slice not ready, with the mailboxes' back-off: 66 CTAs keep reading the
+// XRDY of both slices of step ch (every part of each: a slice's parts are consecutive entries).
+// Flags only ever turn ready within a launch, and every attn CTA publishes at about the same time,
+// so warp 0 reads all 56 or 112 flags at once (up to four a lane) and records how far the ready
+// prefix of entries reaches; later steps inside it poll nothing. While waiting only
+// lane 0 polls, on the first entry not ready, with the mailboxes' back-off: 66 CTAs keep reading the
 // flag lines that the attn CTAs write, so one load a poll, not 64. (Measured: the first wait ends
 // 1.0–1.5 µs after the last ATTN_X at S = 1.)
 // `seen` is each thread's copy of the prefix (the same in every thread): deciding on the shared
@@ -176,18 +177,22 @@ __device__ __forceinline__ void async_wait_upto(int n) {
 // (racecheck and an illegal instruction under memcheck, 9aa304b).
 __device__ __forceinline__ bool batch_wait_x(const KdaArgs& a, Ctl& c, int& seen, int ch) {
     constexpr int per = kChunkCols / k3::kSlice;
-    static_assert(k3::kAttn <= 64, "two flags a lane");
-    const int need = (ch + 1) * per;
+    constexpr int kLaneFlags = (k3::kAttn * k3::kMaxAttnParts + 31) / 32;
+    static_assert(kLaneFlags <= 4, "up to four flags a lane");
+    const int n = k3::kAttn * a.attn_parts, need = (ch + 1) * per * a.attn_parts;
     if (ch >= kChunks || seen >= need) return true;
     bool ok = true;
     if (threadIdx.x < 32) {
         const uint32_t* f = a.flags + c.flag_off[int(Mailbox::XRDY)];
         const int lane = threadIdx.x;
         for (;;) {
-            const bool r0 = lane < k3::kAttn && ld_relaxed32(f + lane) == c.tag;
-            const bool r1 = lane + 32 < k3::kAttn && ld_relaxed32(f + lane + 32) == c.tag;
-            const uint64_t ready = uint64_t(__ballot_sync(~0u, r1)) << 32 | __ballot_sync(~0u, r0);
-            const int prefix = __ffsll(static_cast<long long>(~ready)) - 1;  // slices 56..63 never ready
+            bool r[kLaneFlags];
+            for (int k = 0; k < kLaneFlags; ++k) r[k] = lane + 32 * k < n && ld_relaxed32(f + lane + 32 * k) == c.tag;
+            int prefix = n;  // entries past n never ready
+            for (int k = kLaneFlags - 1; k >= 0; --k) {
+                const uint32_t ready = __ballot_sync(~0u, r[k]);
+                if (ready != ~0u) prefix = min(prefix, 32 * k + __ffs(~ready) - 1);
+            }
             if (prefix >= need) {
                 if (lane == 0) c.x_seen = prefix;
                 break;
@@ -255,7 +260,7 @@ __device__ __forceinline__ bool batch_steps(const KdaArgs& a, Ctl& c, const Weig
     for (int ch = 0; ch < w_ahead; ++ch) batch_issue_w<kBandGroups>(map, sm, groups, G, band, ch, ch, policy);  // before x exists
     if (threadIdx.x >= kThreads - 32) warm_exp();  // for the kda tasks after the pass, while x is awaited
     bool ok = true;
-    int x_seen = 0;  // XRDY slices 0..x_seen-1 seen ready (batch_wait_x)
+    int x_seen = 0;  // XRDY entries 0..x_seen-1 seen ready (batch_wait_x)
     for (int ch = 0; ch < x_ahead && ok; ++ch) {
         ok = batch_wait_x(a, c, x_seen, ch);
         if (ch == 0 && a.trace && threadIdx.x == 0) a.trace[blockIdx.x * kTraceWords + kTraceXFirst] = now_ns();

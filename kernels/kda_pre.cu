@@ -235,10 +235,10 @@ __device__ __forceinline__ bool run_instructions(const KdaArgs& a, Ctl& c, const
         }
 #endif
         switch (Op(in.op)) {
-            case Op::ATTN_PART: attn_part(a, c, attn, in.a); break;
+            case Op::ATTN_PART: attn_part(a, c, attn, in.a, in.b); break;
             case Op::ATTN_GATE: ok = attn_gate(a, c, attn, in.a); break;
-            case Op::ATTN_MIX: ok = attn_mix(a, c, attn, in.a); break;
-            case Op::ATTN_X: ok = attn_x(a, c, attn, in.a); break;
+            case Op::ATTN_MIX: ok = attn_mix(a, c, attn, in.a, in.b); break;
+            case Op::ATTN_X: ok = attn_x(a, c, attn, in.a, in.b); break;
             case Op::GEMV_PREFETCH: gemv_prefetch(a, c, gemv, in.a); break;
             case Op::GEMV_GROUP: ok = gemv_group<kExactInProj>(a, c, gemv, in.a); break;
             default:
@@ -400,8 +400,10 @@ KdaLauncher::KdaLauncher(const Plan& plan, const LaunchOptions& opt) : impl_(new
     check_supported(cfg);
     const PlanParams& pp = plan.params();
     if (plan.n_attn() != k3::kAttn || pp.slice_width != k3::kSlice || pp.gemv_group_rows != k3::kGroupRows ||
-        (pp.kda_chunk_rows != k3::kChunkRowsSpec && pp.kda_chunk_rows != k3::kChunkRowsHead))
-        bad_input("kda_pre kernel: the plan must use the k3 parameters (slice 128, group rows 16, chunk rows 16 or 128)");
+        (pp.kda_chunk_rows != k3::kChunkRowsSpec && pp.kda_chunk_rows != k3::kChunkRowsHead) ||
+        pp.attn_row_parts > k3::kMaxAttnParts)
+        bad_input("kda_pre kernel: the plan must use the k3 parameters (slice 128, group rows 16, chunk rows 16 or 128, "
+                  "attn row parts 1 or 2)");
     if (plan.blocks() != dev.sms)
         bad_input("kda_pre kernel: the plan has " + ss(plan.blocks()) + " CTAs but " + dev.name + " has " +
                   ss(dev.sms) + " SMs/CUs (one CTA each)");
@@ -458,6 +460,7 @@ void KdaLauncher::launch(const KdaTensors& t, void* stream) {
     a.R = c.R, a.L = c.L, a.S = c.S(), a.nb = c.nb, a.block_write = c.block_write ? 1 : 0;
     a.conv_ds = c.conv_layout == ConvLayout::ds ? 1 : 0;
     a.slots = c.slots;
+    a.attn_parts = impl_->plan.attn_parts();
     a.eps = float(c.eps), a.l2_eps = float(c.l2_eps), a.lower_bound = float(c.lower_bound);
     a.kscale = float(std::pow(double(c.K), -0.5));
     auto bf = [](const View& v) { return static_cast<bf16*>(const_cast<void*>(v.data)); };

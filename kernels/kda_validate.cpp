@@ -72,9 +72,10 @@ void need_outer(const char* name, const View& v, const std::vector<int64_t>& min
 
 }  // namespace
 
-Plan device_plan(const Config& cfg, GemvBands bands) {
+Plan device_plan(const Config& cfg, GemvBands bands, int attn_parts) {
     PlanParams p = PlanParams::k3_for(cfg, probe().sms);  // one CTA a multiprocessor
     apply_gemv_bands(p, bands);
+    if (attn_parts > 0) p.attn_row_parts = std::min(attn_parts, cfg.S());  // a step of one row has one part
     return Plan::build(cfg, p);
 }
 

@@ -1,5 +1,7 @@
 #include "properties/target_emulator.hpp"
 
+#include <algorithm>
+
 #include "core/plan.hpp"
 #include "emulator/machine.hpp"
 
@@ -12,6 +14,12 @@ Target emulator_target() {
         PlanParams pp = PlanParams::defaults_for(in.cfg);
         // seeds 2, 3 mod 4: the in_proj bands over every CTA, as k3 deals them from 17 rows on
         if (in.cfg.seed % 4 >= 2) apply_gemv_bands(pp, GemvBands::every);
+        // seeds 4..7 mod 8 with two rows or more: two attn CTAs a slice (as k3 has from 17 rows on),
+        // with the CTAs that takes
+        if (in.cfg.seed % 8 >= 4 && in.cfg.S() >= 2) {
+            pp.attn_row_parts = 2;
+            pp.blocks = std::max(pp.blocks, 2 * (in.cfg.D / pp.slice_width) + 8);
+        }
         Plan plan = Plan::build(in.cfg, pp);  // BadInput: a config it cannot plan
         // odd seeds: the kda tasks in two teams a CTA, as the NVIDIA kernel runs them
         if (in.cfg.seed % 2 == 1) plan = plan.with_kda_teams(2);

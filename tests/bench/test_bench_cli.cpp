@@ -47,6 +47,11 @@ TEST_CASE("bench option errors are bad input") {
     const Result bands = run("bench --R 2 --L 4 --gemv-bands all");
     CHECK(bands.code == 2);
     CHECK(bands.out.find("--gemv-bands must be auto, spec or every") != std::string::npos);
+    for (const char* v : {"3", "0", "two"}) {
+        const Result parts = run(std::string("bench --R 2 --L 4 --attn-parts ") + v);
+        CHECK(parts.code == 2);
+        CHECK(parts.out.find("--attn-parts must be auto, 1 or 2") != std::string::npos);
+    }
 }
 
 TEST_CASE("monokda-bench-cpu renders a detail file and refuses a broken one") {

@@ -105,6 +105,64 @@ TEST_CASE("other CTA counts and fixture shapes") {
     }
 }
 
+TEST_CASE("attn row parts: a slice's rows over 2 or 3 CTAs give the same bits; the x faults name the part's flag") {
+    struct Case { const char* what; int R, L, nb; bool bw; int nulls; };
+    const Case cases[] = {
+        {"the small step", 2, 4, 4, false, 0},
+        {"block-write, nb = 7, 5 rows (parts of 2 and 3 rows)", 5, 1, 7, true, 0},
+        {"a null request", 3, 3, 2, false, 1},
+    };
+    for (const Case& k : cases)
+        for (int parts : {2, 3})
+            for (bool every : {false, true}) {
+                Config c = Config::preset("small");
+                c.R = k.R; c.L = k.L; c.nb = k.nb; c.block_write = k.bw;
+                FixtureOptions fo;
+                fo.null_requests = k.nulls;
+                StepInputs in = make_fixture(c, fo);
+                PlanParams pp = PlanParams::defaults_for(in.cfg);
+                pp.blocks = 16 * parts + 8, pp.attn_row_parts = parts, pp.gemv_every_cta = every;
+                Plan plan = Plan::build(in.cfg, pp);
+                const auto expect = ref::run<float>(in, plan.reduction_order());
+                for (uint64_t seed : {5ull, 6ull}) {
+                    MachineOptions mo;
+                    mo.schedule.kind = seed % 2 ? Schedule::random : Schedule::pct;
+                    mo.schedule.seed = seed;
+                    MachineResult r = run_machine(plan, in, mo);
+                    INFO(k.what, ", ", parts, " parts, every ", every, ": ", r.detail);
+                    REQUIRE(r.verdict == Verdict::PASS);
+                    CHECK(first_different(r.outputs[0], expect) == "");
+                }
+            }
+    // the part of CTA 1 (slice 1, rows 0..3 of 8) stores its flag before its x: a gemv CTA reads
+    // that part's x; and a gemv CTA that reads x before the flags reads a part not yet stored
+    StepInputs in = make_fixture(Config::preset("small"));
+    PlanParams pp = PlanParams::defaults_for(in.cfg);
+    pp.blocks = 40, pp.attn_row_parts = 2;
+    Plan plan = Plan::build(in.cfg, pp);
+    for (Fault f : {Fault::flag_before_data, Fault::x_before_flag, Fault::missing_xrdy}) {
+        MachineOptions mo;
+        mo.fault = f;
+        mo.schedule.kind = Schedule::random;
+        mo.schedule.seed = 2;
+        MachineResult r = run_machine(plan, in, mo);
+        INFO(to_string(f), ": ", r.detail);
+        if (f == Fault::flag_before_data) {
+            CHECK(r.verdict == Verdict::VISIBILITY_FAULT);
+            CHECK(r.entry == plan.xrdy(1, 0));
+            CHECK(contains(r.detail, "XRDY[slice 1][rows 0..3]"));
+        } else if (f == Fault::x_before_flag) {
+            CHECK(r.verdict == Verdict::VISIBILITY_FAULT);
+            CHECK(r.entry == plan.xrdy(0, 0));  // row 0's part
+            REQUIRE(!r.named.empty());
+            CHECK(r.named[0] == plan.n_attn_ctas());  // the first gemv CTA, past the 32 attn CTAs
+        } else {
+            CHECK(r.verdict == Verdict::LIVELOCK);
+            CHECK(r.entry == plan.xrdy(1, 0));
+        }
+    }
+}
+
 TEST_CASE("residency: the plan's minimum passes, one fewer deadlocks, as the static check says") {
     Prepared& p = small_prepared();
     const int need = p.plan.min_residency();

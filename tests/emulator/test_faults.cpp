@@ -59,8 +59,8 @@ TEST_CASE("the fault list has at least the ten the issue names, each with a desc
 TEST_CASE("missing XRDY store: LIVELOCK, chain ends at CTA 1 which passed ATTN_X without storing") {
     each_schedule(Fault::missing_xrdy, [](const EmulateResult& r, const Plan& plan) {
         CHECK(r.verdict == Verdict::LIVELOCK);
-        CHECK(r.run.entry == plan.xrdy(1));
-        CHECK(plan.producer(plan.xrdy(1)).cta == 1);
+        CHECK(r.run.entry == plan.xrdy(1, 0));
+        CHECK(plan.producer(plan.xrdy(1, 0)).cta == 1);
         CHECK(named(r, 1));
         CHECK(contains(r.run.detail, "waits for XRDY[slice 1]"));
         CHECK(contains(r.run.detail, "its producer CTA 1 (attn) ATTN_X(slice 1) has"));
@@ -71,7 +71,7 @@ TEST_CASE("missing XRDY store: LIVELOCK, chain ends at CTA 1 which passed ATTN_X
 TEST_CASE("flag stored before data without ordering: VISIBILITY_FAULT on XRDY[slice 1] from CTA 1") {
     each_schedule(Fault::flag_before_data, [](const EmulateResult& r, const Plan& plan) {
         CHECK(r.verdict == Verdict::VISIBILITY_FAULT);
-        CHECK(r.run.entry == plan.xrdy(1));
+        CHECK(r.run.entry == plan.xrdy(1, 0));
         CHECK(named(r, 1));
         CHECK(r.run.named[0] >= plan.n_attn());  // the reader is a gemv CTA
         CHECK(contains(r.run.detail, "stored in this step by CTA 1 (attn) ATTN_X(slice 1)"));
@@ -120,10 +120,10 @@ TEST_CASE("off-by-one slice ownership: WRITE_CONFLICT on slice 2's partials, nam
 TEST_CASE("a gemv group reading x before its flag: VISIBILITY_FAULT by the first gemv CTA on XRDY[slice 0]") {
     each_schedule(Fault::x_before_flag, [](const EmulateResult& r, const Plan& plan) {
         CHECK(r.verdict == Verdict::VISIBILITY_FAULT);
-        CHECK(r.run.entry == plan.xrdy(0));
+        CHECK(r.run.entry == plan.xrdy(0, 0));
         REQUIRE(!r.run.named.empty());
         CHECK(r.run.named[0] == plan.n_attn());
-        CHECK(named(r, plan.producer(plan.xrdy(0)).cta));
+        CHECK(named(r, plan.producer(plan.xrdy(0, 0)).cta));
         CHECK(contains(r.run.detail, "CTA " + std::to_string(plan.n_attn()) + " (gemv) GEMV_GROUP"));
         CHECK(contains(r.run.detail, "XRDY[slice 0]"));
     });
@@ -167,7 +167,7 @@ TEST_CASE("a poll behind another task's weight loads: POLL_BEHIND_LOADS with the
     each_schedule(Fault::poll_behind_loads, [](const EmulateResult& r, const Plan& plan) {
         CHECK(r.verdict == Verdict::POLL_BEHIND_LOADS);
         CHECK(r.run.named == std::vector<int>{plan.n_attn()});
-        CHECK(r.run.entry == plan.xrdy(0));
+        CHECK(r.run.entry == plan.xrdy(0, 0));
         CHECK(contains(r.run.detail, "GEMV_GROUP(group 0) polls XRDY[slice 0]"));
         int second = 1;  // the first gemv CTA's second group, whose prefetch now precedes the poll
         while (plan.gemv_cta(second) != plan.n_attn()) ++second;
@@ -203,7 +203,7 @@ TEST_CASE("a wrong num_accepted window: WRONG_RESULT naming request 0's kda CTA 
 TEST_CASE("an x store loop one column short: STALE_READ after XRDY[slice 1], naming CTA 1") {
     each_schedule(Fault::x_store_off_by_one, [](const EmulateResult& r, const Plan& plan) {
         CHECK(r.verdict == Verdict::STALE_READ);
-        CHECK(r.run.entry == plan.xrdy(1));
+        CHECK(r.run.entry == plan.xrdy(1, 0));
         CHECK(named(r, 1));
         const std::string col = "[col " + std::to_string(plan.params().slice_width) + "]";
         CHECK(contains(r.run.detail, "read x[row 0]" + col + " after acquiring XRDY[slice 1], but nothing stored it"));

@@ -52,7 +52,7 @@ TEST_CASE("k3 default run") {
     o.fault = Fault::missing_xrdy;
     EmulateResult f = emulate(p, o);
     CHECK(f.verdict == Verdict::LIVELOCK);
-    CHECK(f.run.entry == p.plan.xrdy(1));
+    CHECK(f.run.entry == p.plan.xrdy(1, 0));
     CHECK(contains(f.run.detail, "CTA 1 (attn) ATTN_X(slice 1) has passed that instruction"));
 }
 
@@ -108,17 +108,19 @@ TEST_CASE("k3 plain decode (R = L = 1): one kda task a head on the attn CTAs, bi
     bit_for_bit(p, o, {"random", "pct", "delay:kda"});
 }
 
-TEST_CASE("k3 at 32 rows: the in_proj bands on every CTA, attn CTAs after their ATTN_X, bit for bit") {
+TEST_CASE("k3 at 32 rows: two attn CTAs a slice, the in_proj bands on every CTA, attn CTAs after their ATTN_X, bit for bit") {
     EmulateOptions o;
     o.fixture.R = 8, o.fixture.L = 4;
     o.envelope_orders = -1;  // the envelope is the default run's business; this checks the plan's shape
     Prepared p = prepare(o, 1);
     REQUIRE(p.plan.params().gemv_every_cta);  // PlanParams::k3_for from kSpreadGemvMinS rows
-    REQUIRE(p.plan.gemv_cta(p.plan.n_groups() - 1) < p.plan.n_attn());  // the last bands sit on attn CTAs
+    REQUIRE(p.plan.attn_parts() == 2);        // rows 0..15 on CTAs 0..55, rows 16..31 on CTAs 56..111
+    CHECK(p.plan.describe(p.plan.instrs(57)[0]) == "ATTN_PART(slice 1, rows 16..31)");
+    REQUIRE(p.plan.gemv_cta(p.plan.n_groups() - 1) < p.plan.n_attn_ctas());  // the last bands sit on attn CTAs
     bit_for_bit(p, o, {"random", "pct", "delay:attn"});
     // a lost x flag: every CTA with a band waits for it, attn CTA 1's own band included
     o.fault = Fault::missing_xrdy;
     EmulateResult f = emulate(p, o);
     CHECK(f.verdict == Verdict::LIVELOCK);
-    CHECK(f.run.entry == p.plan.xrdy(1));
+    CHECK(f.run.entry == p.plan.xrdy(1, 0));
 }

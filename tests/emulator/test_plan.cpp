@@ -166,26 +166,33 @@ TEST_CASE("k3 preset: one kda task a head, nothing handed between a head's chunk
     CHECK(p.finishing_ctas(p.min_residency()) == 132);
 }
 
-TEST_CASE("k3 plan above 16 rows: in_proj bands of 3 over every CTA, the attn CTAs' after their ATTN_X") {
+TEST_CASE("k3 plan above 16 rows: two attn CTAs a slice, in_proj bands of 3 over every CTA, the attn CTAs' after their ATTN_X") {
     Config c = k3();
     c.R = 8, c.L = 4, c.slots = c.S() + 1;
     const PlanParams pp = PlanParams::k3_for(c, 132);
     REQUIRE(pp.gemv_every_cta);
     Plan p = Plan::build(c, pp);
     CHECK(p.n_attn() == 56);
+    CHECK(p.attn_parts() == 2);
+    CHECK(p.n_attn_ctas() == 112);
     CHECK(p.gemv_span() == 132);
     CHECK(p.groups_per_gemv_cta() == 3);
     CHECK(p.n_gemv() == 131);
     check_structure(p);
     CHECK(p.min_residency() <= 132);
-    // band b on CTA (56 + b) mod 132: CTAs 56..131 own bands 0..75 and start with the prefetch of
-    // their band's first group (weights issued before x exists), CTAs 0..54 own bands 76..130 right
-    // after their ATTN_X, and CTA 55 owns none
+    // band b on CTA (112 + b) mod 132: CTAs 112..131 own bands 0..19 and start with the prefetch of
+    // their band's first group (weights issued before x exists), CTAs 0..110 own bands 20..130 right
+    // after their ATTN_X, and CTA 111 owns none
     std::set<int> groups;
     for (int cta = 0; cta < 132; ++cta) {
         CAPTURE(cta);
         const auto& l = p.instrs(cta);
-        if (cta < 56) CHECK(l[0].opcode() == Op::ATTN_PART);
+        if (cta < 112) {  // slice cta mod 56, rows 0..15 or 16..31
+            REQUIRE(l[0].opcode() == Op::ATTN_PART);
+            CHECK(l[0].a == cta % 56);
+            CHECK(l[0].b == cta / 56);
+            CHECK(p.attn_row_begin(l[0].b) == 16 * (cta / 56));
+        }
         std::vector<int> band;
         int at = -1;  // list position of the band's first instruction
         for (int i = 0; i < int(l.size()); ++i)
@@ -195,12 +202,12 @@ TEST_CASE("k3 plan above 16 rows: in_proj bands of 3 over every CTA, the attn CT
             } else if (l[size_t(i)].opcode() == Op::GEMV_PREFETCH && at < 0) {
                 at = i;
             }
-        const int b = cta >= 56 ? cta - 56 : cta + 76, first = b * 3;
+        const int b = cta >= 112 ? cta - 112 : cta + 20, first = b * 3;
         const size_t expect = size_t(std::max(0, std::min(3, 393 - first)));
         CHECK(band.size() == expect);
         for (size_t i = 0; i < band.size(); ++i) CHECK(band[i] == first + int(i));  // one contiguous band, in order
         if (expect == 0) continue;
-        if (cta >= 56) {
+        if (cta >= 112) {
             CHECK(at == 0);
         } else {
             REQUIRE(at >= 1);
@@ -276,6 +283,67 @@ TEST_CASE("the plan's reduction order splits D-sums by slice and the output norm
         CHECK(o.at(s).kind == OrderSpec::pairwise);
 }
 
+TEST_CASE("k3's attn role follows the step: one CTA a slice up to 16 rows, two row parts from 17 on") {
+    Config c = k3();
+    for (int S : {1, 4, 8, 16, 17, 24, 32, 64}) {
+        CAPTURE(S);
+        c.R = S, c.L = 1;
+        const PlanParams pp = PlanParams::k3_for(c, 132);
+        CHECK(pp.attn_row_parts == (S >= PlanParams::kSpreadGemvMinS ? 2 : 1));
+        CHECK((pp.attn_row_parts == 1 || pp.gemv_every_cta));  // the parts' CTAs would hold SPEC §4's bands
+    }
+}
+
+TEST_CASE("attn row parts: every row in exactly one part, its x flag that part's, gates over every attn CTA") {
+    for (int S : {2, 3, 5, 17, 24, 64}) {
+        for (int parts : {1, 2, 3}) {
+            if (parts > S) continue;
+            CAPTURE(S);
+            CAPTURE(parts);
+            Config c = small();
+            c.R = S, c.L = 1, c.slots = S + 1;
+            PlanParams pp = PlanParams::preset("small");
+            pp.blocks = 16 * parts + 8;
+            pp.attn_row_parts = parts;
+            Plan p = Plan::build(c, pp);
+            check_structure(p);
+            CHECK(p.n_attn_ctas() == 16 * parts);
+            CHECK(p.entries(Mailbox::XRDY) == 16 * parts);
+            // the parts tile 0..S in order, none empty, and attn_part_of_row inverts them
+            CHECK(p.attn_row_begin(0) == 0);
+            CHECK(p.attn_row_begin(parts) == S);
+            for (int q = 0; q < parts; ++q) {
+                CHECK(p.attn_row_begin(q) < p.attn_row_begin(q + 1));
+                for (int row = p.attn_row_begin(q); row < p.attn_row_begin(q + 1); ++row) CHECK(p.attn_part_of_row(row) == q);
+            }
+            // rows' producers recounted from the lists: PART and MSQ of (row, slice) from the CTA
+            // of (slice, the row's part); every gate on attn CTA row mod the attn CTAs
+            for (int row = 0; row < S; ++row)
+                for (int j = 0; j < 16; ++j) {
+                    const int cta = p.attn_cta(j, p.attn_part_of_row(row));
+                    CHECK(p.producer(p.part(row, 0, j)).cta == cta);
+                    CHECK(p.producer(p.msq(row, j)).cta == cta);
+                    CHECK(p.producer(p.xrdy(j, p.attn_part_of_row(row))).cta == cta);
+                    CHECK(p.producer(p.wgt(row)).cta == row % (16 * parts));
+                }
+            // a gemv group waits for every part of every slice, slice by slice
+            const auto& w = p.waits(p.gemv_cta(0), 1);
+            REQUIRE(w.size() == size_t(16 * parts));
+            for (int k = 0; k < 16 * parts; ++k) {
+                CHECK(w[size_t(k)].entry == p.xrdy(k / parts, k % parts));
+                CHECK(w[size_t(k)].group == k / parts);
+            }
+        }
+    }
+    Config c = small();
+    c.R = 5, c.L = 1, c.slots = 6;
+    PlanParams pp = PlanParams::preset("small");
+    pp.blocks = 40, pp.attn_row_parts = 2;
+    Plan p = Plan::build(c, pp);
+    CHECK(p.entry_name(p.xrdy(3, 1)) == "XRDY[slice 3][rows 2..4]");
+    CHECK(p.describe(p.instrs(16 + 3)[0]) == "ATTN_PART(slice 3, rows 2..4)");
+}
+
 TEST_CASE("small presets and other CTA counts stay sound") {
     // blocks, then the 18 groups' bands past the slices (groups a band, CTAs owning one) and over
     // every CTA
@@ -316,6 +384,9 @@ TEST_CASE("plan parameters are validated, naming the field") {
     p = PlanParams::preset("k3"); p.gemv_group_rows = 7; bad(p, "gemv_group_rows");
     p = PlanParams::preset("k3"); p.kda_chunk_rows = 0; bad(p, "kda_chunk_rows");
     p = PlanParams::preset("k3"); p.kda_chunk_rows = 3; bad(p, "kda_chunk_rows");
+    p = PlanParams::preset("k3"); p.attn_row_parts = 0; bad(p, "attn_row_parts");
+    p = PlanParams::preset("k3"); p.attn_row_parts = 9; bad(p, "attn_row_parts");  // the k3 config has 8 rows
+    p = PlanParams::preset("k3"); p.attn_row_parts = 3; bad(p, "blocks must exceed the attn CTAs");  // 168 of 132
     CHECK_THROWS_AS(PlanParams::preset("h100"), BadInput);
 }
 
@@ -332,6 +403,23 @@ TEST_CASE("the structural checker fires on planted plan bugs") {
         }
         CHECK(two);
         CHECK(none);
+    }
+    {  // a part's rows claimed by the other part too: CTA 16 + 3 (slice 3, part 1) runs part 0's partials
+        PlanParams pp = PlanParams::preset("small");
+        pp.blocks = 40, pp.attn_row_parts = 2;
+        Plan q = Plan::build(small(), pp);
+        q.set_instr(16 + 3, 0, {int32_t(Op::ATTN_PART), 3, 0, 0});
+        bool two = false, none = false;
+        for (auto& s : q.structural_problems()) {
+            two |= s.find("PART[row 0][src 0][slice 3] has two producers") != std::string::npos;
+            none |= s.find("PART[row 4][src 0][slice 3] has no producer") != std::string::npos;
+        }
+        CHECK(two);
+        CHECK(none);
+        q.set_instr(16 + 3, 0, {int32_t(Op::ATTN_PART), 3, 2, 0});  // a part past the plan's
+        bool range = false;
+        for (auto& s : q.structural_problems()) range |= s.find("operands out of range") != std::string::npos;
+        CHECK(range);
     }
     {  // a missing XRDY store: drop ATTN_X of slice 5
         Plan q = p;
@@ -374,6 +462,7 @@ TEST_CASE("flat serialisation: header, offsets and instruction words round-trip"
     PlanHeader h = Plan::read_header(w);
     CHECK(h.blocks == 132);
     CHECK(h.n_attn == 56);
+    CHECK(h.attn_row_parts == 1);
     CHECK(h.n_groups == 393);
     CHECK(h.S == 8);
     const size_t hw = sizeof(PlanHeader) / 4;
