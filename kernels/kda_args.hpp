@@ -50,6 +50,7 @@ struct KdaArgs {
     const int32_t* plan;  // Plan::serialize() on the device
     int R, L, S, nb, block_write, conv_ds, slots;
     int attn_parts;  // the plan's attn_row_parts: a slice's rows over this many CTAs (1 or 2)
+    int attn_split;  // part 1's first row, attn_rows_begin(S, attn_parts, 1) (S with one part): no division in the kernel
     float eps, l2_eps, lower_bound, kscale;
 
     const bf16* prefix;

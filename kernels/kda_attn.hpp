@@ -32,11 +32,13 @@ struct AttnSmem {
     float exps[k3::kMaxNb + 1];  // the gate's e_i, summed in source order on one thread
 };
 
-// The rows of a slice instruction's part (operand b); shared memory holds them from row 0.
+// The rows of a slice instruction's part (operand b); shared memory holds them from row 0. Split at
+// the launcher's a.attn_split: a run-time division here was code fetched once a launch, on the
+// attn role's path.
 struct AttnRows {
+    static_assert(k3::kMaxAttnParts == 2, "parts 0 and 1 meet at a.attn_split");
     int r0, n;
-    __device__ AttnRows(const KdaArgs& a, int part)
-        : r0(attn_rows_begin(a.S, a.attn_parts, part)), n(attn_rows_begin(a.S, a.attn_parts, part + 1) - r0) {}
+    __device__ AttnRows(const KdaArgs& a, int part) : r0(part ? a.attn_split : 0), n((part ? a.S : a.attn_split) - r0) {}
 };
 
 // Word w (columns 2w, 2w+1 of the slice) of source i of the part's row s (the step's row r0 + s).

@@ -167,8 +167,9 @@ __device__ __forceinline__ void async_wait_upto(int n) {
 
 // XRDY of both slices of step ch (every part of each: a slice's parts are consecutive entries).
 // Flags only ever turn ready within a launch, and every attn CTA publishes at about the same time,
-// so warp 0 reads all 56 or 112 flags at once (up to four a lane) and records how far the ready
-// prefix of entries reaches; later steps inside it poll nothing. While waiting only
+// so warp 0 reads all 56 or 112 flags at once (four a lane, one load: XRDY's flags open the flag
+// memory, kda_pre.cu) and records how far the ready prefix of entries reaches; later steps inside
+// it poll nothing. While waiting only
 // lane 0 polls, on the first entry not ready, with the mailboxes' back-off: 66 CTAs keep reading the
 // flag lines that the attn CTAs write, so one load a poll, not 64. (Measured: the first wait ends
 // 1.0–1.5 µs after the last ATTN_X at S = 1.)
@@ -177,8 +178,7 @@ __device__ __forceinline__ void async_wait_upto(int n) {
 // (racecheck and an illegal instruction under memcheck, 9aa304b).
 __device__ __forceinline__ bool batch_wait_x(const KdaArgs& a, Ctl& c, int& seen, int ch) {
     constexpr int per = kChunkCols / k3::kSlice;
-    constexpr int kLaneFlags = (k3::kAttn * k3::kMaxAttnParts + 31) / 32;
-    static_assert(kLaneFlags <= 4, "up to four flags a lane");
+    static_assert(k3::kAttn * k3::kMaxAttnParts <= 4 * 32 && k3::kAttn % 4 == 0, "four whole flags a lane");
     const int n = k3::kAttn * a.attn_parts, need = (ch + 1) * per * a.attn_parts;
     if (ch >= kChunks || seen >= need) return true;
     bool ok = true;
@@ -186,13 +186,15 @@ __device__ __forceinline__ bool batch_wait_x(const KdaArgs& a, Ctl& c, int& seen
         const uint32_t* f = a.flags + c.flag_off[int(Mailbox::XRDY)];
         const int lane = threadIdx.x;
         for (;;) {
-            bool r[kLaneFlags];
-            for (int k = 0; k < kLaneFlags; ++k) r[k] = lane + 32 * k < n && ld_relaxed32(f + lane + 32 * k) == c.tag;
-            int prefix = n;  // entries past n never ready
-            for (int k = kLaneFlags - 1; k >= 0; --k) {
-                const uint32_t ready = __ballot_sync(~0u, r[k]);
-                if (ready != ~0u) prefix = min(prefix, 32 * k + __ffs(~ready) - 1);
+            // the lane's ready entries before its first one not ready (none past n)
+            int k = 0;
+            if (4 * lane < n) {
+                const uint4 v = ld_relaxed128(f + 4 * lane);
+                k = v.x != c.tag ? 0 : v.y != c.tag ? 1 : v.z != c.tag ? 2 : v.w != c.tag ? 3 : 4;
             }
+            const uint32_t short_lanes = __ballot_sync(~0u, k < 4);
+            const int first = short_lanes ? __ffs(short_lanes) - 1 : 31;
+            const int prefix = 4 * first + __shfl_sync(~0u, k, first);
             if (prefix >= need) {
                 if (lane == 0) c.x_seen = prefix;
                 break;

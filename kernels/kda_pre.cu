@@ -83,6 +83,8 @@ static_assert(kSmemBytes + (1 + (kKdaTeams > 1 ? 2 * kKdaTeams : 0)) * sizeof(Ct
 __host__ __device__ constexpr bool box_is_tagged(int m) {
     return m == int(Mailbox::PART) || m == int(Mailbox::WGT) || m == int(Mailbox::MSQ) || m == int(Mailbox::ONRM);
 }
+static_assert(box_is_tagged(0) && box_is_tagged(1) && box_is_tagged(2) && int(Mailbox::XRDY) == 3,
+              "XRDY's flags open the flag memory (offset 0, 16-byte aligned): the gemv pass reads four at once");
 
 // Slot values and num_accepted, checked by every CTA before anything is written; CTA 0 records.
 __device__ bool step_values_ok(const KdaArgs& a, const Ctl& c) {
@@ -461,6 +463,7 @@ void KdaLauncher::launch(const KdaTensors& t, void* stream) {
     a.conv_ds = c.conv_layout == ConvLayout::ds ? 1 : 0;
     a.slots = c.slots;
     a.attn_parts = impl_->plan.attn_parts();
+    a.attn_split = impl_->plan.attn_row_begin(1);
     a.eps = float(c.eps), a.l2_eps = float(c.l2_eps), a.lower_bound = float(c.lower_bound);
     a.kscale = float(std::pow(double(c.K), -0.5));
     auto bf = [](const View& v) { return static_cast<bf16*>(const_cast<void*>(v.data)); };
