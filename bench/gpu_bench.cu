@@ -142,9 +142,11 @@ Bandwidth measure_bandwidth(cudaStream_t st, int sms) {
 
 }  // namespace
 
+// S = 1 … 64 in several R×L splits, and 24 rows twice: from 17 rows the plan spreads the in_proj
+// bands over every CTA and splits the attn slices (core/plan.hpp PlanParams::k3_for)
 std::vector<std::pair<int, int>> default_sweep() {
-    return {{1, 1},  {1, 2},  {2, 1},  {1, 4},  {2, 2},  {4, 1},  {1, 8},  {2, 4},  {8, 1},  {2, 8},
-            {4, 4},  {16, 1}, {4, 8},  {8, 4},  {32, 1}, {8, 8},  {16, 4}, {64, 1}};
+    return {{1, 1},  {1, 2},  {2, 1}, {1, 4},  {2, 2}, {4, 1},  {1, 8},  {2, 4},  {8, 1},  {2, 8},
+            {4, 4},  {16, 1}, {3, 8}, {24, 1}, {4, 8}, {8, 4},  {32, 1}, {8, 8},  {16, 4}, {64, 1}};
 }
 
 PerfRun run_gpu_bench(const GpuBenchOptions& opt, std::ostream& log) {

@@ -10,6 +10,25 @@ using namespace monokda;
 using namespace monokda::emu;
 using namespace monokda::emu::test;
 
+namespace {
+
+// The plan run under a random (odd seed) and a PCT (even seed) schedule: PASS, and the reference in
+// the plan's order bit for bit.
+void passes_bit_for_bit(const Plan& plan, const StepInputs& in, std::initializer_list<uint64_t> seeds, const std::string& what) {
+    const auto expect = ref::run<float>(in, plan.reduction_order());
+    for (uint64_t seed : seeds) {
+        MachineOptions mo;
+        mo.schedule.kind = seed % 2 ? Schedule::random : Schedule::pct;
+        mo.schedule.seed = seed;
+        MachineResult r = run_machine(plan, in, mo);
+        INFO(what, ": ", r.detail);
+        REQUIRE(r.verdict == Verdict::PASS);
+        CHECK(first_different(r.outputs[0], expect) == "");
+    }
+}
+
+}  // namespace
+
 TEST_CASE("clean plan, small preset: every scheduler passes and matches the reference bit for bit") {
     Prepared& p = small_prepared();
     const StepOutputs<float> expect = ref::run<float>(p.input, p.plan.reduction_order());
@@ -91,17 +110,7 @@ TEST_CASE("other CTA counts and fixture shapes") {
         StepInputs in = make_fixture(c, fo);
         PlanParams pp = PlanParams::defaults_for(in.cfg);
         if (k.blocks) pp.blocks = k.blocks;
-        Plan plan = Plan::build(in.cfg, pp);
-        const auto expect = ref::run<float>(in, plan.reduction_order());
-        for (uint64_t seed : {3ull, 4ull}) {
-            MachineOptions mo;
-            mo.schedule.kind = seed % 2 ? Schedule::random : Schedule::pct;
-            mo.schedule.seed = seed;
-            MachineResult r = run_machine(plan, in, mo);
-            INFO(k.what, ": ", r.detail);
-            REQUIRE(r.verdict == Verdict::PASS);
-            CHECK(first_different(r.outputs[0], expect) == "");
-        }
+        passes_bit_for_bit(Plan::build(in.cfg, pp), in, {3, 4}, k.what);
     }
 }
 
@@ -122,17 +131,8 @@ TEST_CASE("attn row parts: a slice's rows over 2 or 3 CTAs give the same bits; t
                 StepInputs in = make_fixture(c, fo);
                 PlanParams pp = PlanParams::defaults_for(in.cfg);
                 pp.blocks = 16 * parts + 8, pp.attn_row_parts = parts, pp.gemv_every_cta = every;
-                Plan plan = Plan::build(in.cfg, pp);
-                const auto expect = ref::run<float>(in, plan.reduction_order());
-                for (uint64_t seed : {5ull, 6ull}) {
-                    MachineOptions mo;
-                    mo.schedule.kind = seed % 2 ? Schedule::random : Schedule::pct;
-                    mo.schedule.seed = seed;
-                    MachineResult r = run_machine(plan, in, mo);
-                    INFO(k.what, ", ", parts, " parts, every ", every, ": ", r.detail);
-                    REQUIRE(r.verdict == Verdict::PASS);
-                    CHECK(first_different(r.outputs[0], expect) == "");
-                }
+                passes_bit_for_bit(Plan::build(in.cfg, pp), in, {5, 6},
+                                   std::string(k.what) + ", " + std::to_string(parts) + " parts" + (every ? ", bands over every CTA" : ""));
             }
     // the part of CTA 1 (slice 1, rows 0..3 of 8) stores its flag before its x: a gemv CTA reads
     // that part's x; and a gemv CTA that reads x before the flags reads a part not yet stored
