@@ -170,8 +170,8 @@ __device__ __forceinline__ void async_wait_upto(int n) {
 // so warp 0 reads all 56 or 112 flags at once (four a lane, one load: XRDY's flags open the flag
 // memory, kda_pre.cu) and records how far the ready prefix of entries reaches; later steps inside
 // it poll nothing. While waiting only lane 0 polls, on the first entry not ready, with the
-// mailboxes' back-off: 66 CTAs keep reading the flag lines that the attn CTAs write, so one load a
-// poll, not 64. (Measured: the first wait ends 1.0–1.5 µs after the last ATTN_X at S = 1.)
+// mailboxes' pause (spin): up to 132 CTAs keep reading the flag lines that the attn CTAs write, so
+// one load a poll, not 32.
 // `seen` is each thread's copy of the prefix (the same in every thread): deciding on the shared
 // c.x_seen instead let a late warp see lane 0's new value and skip the barrier the others were at
 // (racecheck and an illegal instruction under memcheck, 9aa304b).
