@@ -15,7 +15,7 @@ namespace monokda::gpu {
 namespace k3 {
 constexpr int D = 7168, H = 12, K = 128, V = 128, E = H * K, F = 128, N = 6288, C = 3 * E, W = 4;
 constexpr int kSlice = 128;              // columns of D per attn CTA
-constexpr int kAttn = D / kSlice;        // 56 attn CTAs
+constexpr int kAttn = D / kSlice;        // 56 attn slices (one or two CTAs each: KdaArgs::attn_parts)
 constexpr int kGroupRows = 16;           // in_proj rows per gemv group
 constexpr int kGroups = N / kGroupRows;  // 393
 // state rows a kda task: SPEC §4's 16-row chunks, or the whole head (PlanParams::k3_chunk_rows

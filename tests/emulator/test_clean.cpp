@@ -166,7 +166,7 @@ TEST_CASE("attn row parts: a slice's rows over 2 or 3 CTAs give the same bits; t
 TEST_CASE("residency: the plan's minimum passes, one fewer deadlocks, as the static check says") {
     Prepared& p = small_prepared();
     const int need = p.plan.min_residency();
-    REQUIRE(need > p.plan.n_attn());  // every attn CTA waits for every slice, and kda tasks for gemv groups
+    REQUIRE(need > p.plan.n_attn_ctas());  // every attn CTA waits for every slice, and kda tasks for gemv groups
     REQUIRE(need <= p.plan.blocks());
     for (int res : {need, need + 1, p.plan.blocks()}) {
         if (res > p.plan.blocks()) continue;

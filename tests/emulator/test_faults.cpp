@@ -73,7 +73,7 @@ TEST_CASE("flag stored before data without ordering: VISIBILITY_FAULT on XRDY[sl
         CHECK(r.verdict == Verdict::VISIBILITY_FAULT);
         CHECK(r.run.entry == plan.xrdy(1, 0));
         CHECK(named(r, 1));
-        CHECK(r.run.named[0] >= plan.n_attn());  // the reader is a gemv CTA
+        CHECK(r.run.named[0] >= plan.n_attn_ctas());  // the reader is a gemv CTA
         CHECK(contains(r.run.detail, "stored in this step by CTA 1 (attn) ATTN_X(slice 1)"));
         CHECK(contains(r.run.detail, "acquired XRDY[slice 1], but that flag was not stored with release"));
     });
@@ -122,9 +122,9 @@ TEST_CASE("a gemv group reading x before its flag: VISIBILITY_FAULT by the first
         CHECK(r.verdict == Verdict::VISIBILITY_FAULT);
         CHECK(r.run.entry == plan.xrdy(0, 0));
         REQUIRE(!r.run.named.empty());
-        CHECK(r.run.named[0] == plan.n_attn());
+        CHECK(r.run.named[0] == plan.n_attn_ctas());
         CHECK(named(r, plan.producer(plan.xrdy(0, 0)).cta));
-        CHECK(contains(r.run.detail, "CTA " + std::to_string(plan.n_attn()) + " (gemv) GEMV_GROUP"));
+        CHECK(contains(r.run.detail, "CTA " + std::to_string(plan.n_attn_ctas()) + " (gemv) GEMV_GROUP"));
         CHECK(contains(r.run.detail, "XRDY[slice 0]"));
     });
 }
@@ -166,11 +166,11 @@ TEST_CASE("too few resident CTAs: DEADLOCK, the chain ends at a CTA that is not 
 TEST_CASE("a poll behind another task's weight loads: POLL_BEHIND_LOADS with the AMD knob, fine without") {
     each_schedule(Fault::poll_behind_loads, [](const EmulateResult& r, const Plan& plan) {
         CHECK(r.verdict == Verdict::POLL_BEHIND_LOADS);
-        CHECK(r.run.named == std::vector<int>{plan.n_attn()});
+        CHECK(r.run.named == std::vector<int>{plan.n_attn_ctas()});
         CHECK(r.run.entry == plan.xrdy(0, 0));
         CHECK(contains(r.run.detail, "GEMV_GROUP(group 0) polls XRDY[slice 0]"));
         int second = 1;  // the first gemv CTA's second group, whose prefetch now precedes the poll
-        while (plan.gemv_cta(second) != plan.n_attn()) ++second;
+        while (plan.gemv_cta(second) != plan.n_attn_ctas()) ++second;
         CHECK(contains(r.run.detail, "GEMV_PREFETCH(group " + std::to_string(second)));
     });
     // the same prefetch order is harmless where a poll does not wait for earlier loads (NVIDIA)

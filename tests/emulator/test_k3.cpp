@@ -103,7 +103,7 @@ TEST_CASE("k3 plain decode (R = L = 1): one kda task a head on the attn CTAs, bi
     o.envelope_orders = -1;  // the envelope is the default run's business; this checks the plan's shape
     Prepared p = prepare(o, 1);
     REQUIRE(p.plan.n_chunks() == 1);  // PlanParams::kSpecChunkMinL: one token is no reason to hand q/k over
-    for (int h = 0; h < 12; ++h) CHECK(p.plan.kda_cta(0, h, 0) < p.plan.n_attn());  // no gemv CTA runs a task
+    for (int h = 0; h < 12; ++h) CHECK(p.plan.kda_cta(0, h, 0) < p.plan.n_attn_ctas());  // no gemv CTA runs a task
     o.kda_teams = 2;
     bit_for_bit(p, o, {"random", "pct", "delay:kda"});
 }

@@ -50,7 +50,7 @@ TEST_CASE("100 schedules of the small preset with its in_proj bands over every C
     PlanParams pp = p.plan.params();
     pp.gemv_every_cta = true;
     p.plan = Plan::build(p.plan.config(), pp);  // the references do not depend on who runs a group
-    REQUIRE(p.plan.gemv_cta(p.plan.n_groups() - 1) < p.plan.n_attn());
+    REQUIRE(p.plan.gemv_cta(p.plan.n_groups() - 1) < p.plan.n_attn_ctas());
     std::vector<std::string> fails;
     std::mutex mu;
 #pragma omp parallel for schedule(dynamic, 4)
