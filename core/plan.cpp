@@ -15,8 +15,11 @@ PlanParams PlanParams::preset(const std::string& name) {
 }
 
 int PlanParams::k3_chunk_rows(const Config& cfg, int blocks) {
-    constexpr int r = kSpecChunkRows;
-    return cfg.V % r == 0 && cfg.L >= kSpecChunkMinL && int64_t(cfg.R) * cfg.H * (cfg.V / r) <= blocks ? r : cfg.V;
+    constexpr int r = kChunkRows;
+    return cfg.V % r == 0 && cfg.K % (cfg.V / r) == 0 && cfg.L >= kChunkMinL &&
+                   int64_t(cfg.R) * cfg.H * (cfg.V / r) <= blocks
+               ? r
+               : cfg.V;
 }
 
 PlanParams PlanParams::k3_for(const Config& cfg, int blocks) {
@@ -274,6 +277,7 @@ void Plan::derive_one(const Instr& in, std::vector<Wait>& w, std::vector<Mailbox
             add_groups(w, 0, *this, in.b * c.K + in.c * qs, qs, seen);              // q share
             add_groups(w, 0, *this, E + in.b * c.K + in.c * qs, qs, seen);          // k share
             add_groups(w, 0, *this, 2 * E + in.b * c.V + in.c * rows, rows, seen);  // v rows
+            if (n_chunks_ > 1) add_groups(w, 0, *this, c.col_fa(), c.F, seen);      // f_a: the g1 share
             pr.push_back(qk(in.a, in.b, in.c));
             break;
         case Op::KDA_REC:

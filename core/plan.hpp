@@ -32,12 +32,15 @@ struct PlanParams {
     static PlanParams preset(const std::string& name);
     // The preset whose model dims match cfg: k3_for(cfg, 132) for D = 7168, "small" otherwise.
     static PlanParams defaults_for(const Config& cfg);
-    // k3's kda tasks: SPEC §4's 16-row chunks (8 tasks a head, q/k and Σō² partials handed between
-    // them) while every such task has a CTA of its own (R·H·8 <= blocks: R = 1 on 132 CTAs) and the
-    // step has at least kSpecChunkMinL tokens a request; otherwise one task a whole head, which hands
-    // nothing between CTAs and writes a head's states from one CTA (with one token, 64 KB: less than
-    // the chunks' two hand-offs cost). Measured both ways on the H200 (docs/kernel.md, "kda tasks").
-    static constexpr int kSpecChunkRows = 16, kSpecChunkMinL = 2;
+    // k3's kda tasks: chunks of kChunkRows state rows (a quarter of a head: 4 tasks a head, which
+    // hand each other q/k and their shares of g1 through QK and Σō² partials through ONRM) while
+    // every such task has a CTA of its own (R·H·4 <= blocks: R <= 2 on 132 CTAs) and the step has at
+    // least kChunkMinL tokens a request; otherwise one task a whole head, which hands nothing between
+    // CTAs and writes a head's states from one CTA (with one token, 64 KB: less than the chunks'
+    // hand-offs cost). SPEC §4's 16-row chunks (8 a head, 96 tasks at R = 1, so 40 of them on gemv
+    // CTAs that start them only after their in_proj pass) measured 3–8 µs slower at R = 1;
+    // docs/kernel.md, "kda tasks".
+    static constexpr int kChunkRows = 32, kChunkMinL = 2;
     static int k3_chunk_rows(const Config& cfg, int blocks);
     // The k3 preset on `blocks` CTAs with k3_chunk_rows for cfg (the emulator's default and the GPU
     // launcher's plan, kernels/kda_validate.cpp device_plan).
@@ -79,7 +82,7 @@ enum class Op : int32_t {
     GEMV_PREFETCH = 5,  // a = group: issue the group's in_proj weight loads (waits for nothing)
     GEMV_GROUP = 6,     // a = group: proj columns of the group, all rows; x slices accumulated in slice order → PROJ
     KDA_LOAD = 7,       // a = r, b = h, c = chunk: state rows, f_b rows, conv window (no hand-off needed)
-    KDA_CONV = 8,       // (r, h, chunk): conv of the owned q/k share and v rows (waits PROJ) → QK[r][h][chunk]
+    KDA_CONV = 8,       // (r, h, chunk): conv of the owned q/k share and v rows, with chunks the g1 share (waits PROJ) → QK[r][h][chunk]
     KDA_REC = 9,        // (r, h, chunk): f_b + gate, l2norm, recurrence on the chunk's rows (waits QK, PROJ) → ONRM
     KDA_NORM = 10,      // (r, h, chunk): gated RMSNorm of the chunk's rows (waits ONRM, PROJ) → core_out
 };

@@ -25,6 +25,8 @@ const std::vector<FaultInfo>& fault_list() {
          "request 0's kda tasks take the conv window and initial state at a wrong num_accepted"},
         {Fault::x_store_off_by_one, "x_store_off_by_one",
          "attn CTA 1's x store loop starts one column late: the first column of slice 1 is never stored"},
+        {Fault::g1_share_short, "g1_share_short",
+         "kda task (r 0, h 0, chunk 1) stores its share of g1 one column short (a plan with chunks a head)"},
     };
     return list;
 }
@@ -48,6 +50,8 @@ Fault parse_fault(const std::string& name) {
 
 Plan apply_plan_fault(const Plan& plan, Fault f) {
     Plan p = plan;
+    if (f == Fault::g1_share_short && p.n_chunks() < 2)
+        bad_input("fault g1_share_short needs a plan with chunks a head (this step runs one kda task a head)");
     if (f == Fault::slice_off_by_one) {
         if (p.n_attn() < 3) bad_input("fault slice_off_by_one needs at least 3 attn slices");
         const auto& l = p.instrs(1);

@@ -22,6 +22,7 @@ enum class Fault {
     poll_behind_loads,      // (AMD knob on) the first gemv CTA issues every group's weights up front
     wrong_accepted_window,  // request 0's kda tasks use another num_accepted for the conv window and state
     x_store_off_by_one,     // attn CTA 1's x store loop starts one column late: the slice's first column is never stored
+    g1_share_short,         // kda task (r 0, h 0, chunk 1) stores its g1 share one column short (needs chunks)
 };
 
 struct FaultInfo {

@@ -41,8 +41,8 @@ int output_index(const std::string& name) {
 namespace {
 
 // Memory spaces: the seven mailboxes (Mailbox numbering), then the three hand-off tensors.
-enum Space : int { SP_X = kMailboxCount, SP_PROJ, SP_QKV, SP_COUNT };
-const char* data_name(int sp) { return sp == SP_X ? "x" : sp == SP_PROJ ? "proj" : "qkv"; }
+enum Space : int { SP_X = kMailboxCount, SP_PROJ, SP_QKV, SP_G1, SP_COUNT };
+const char* data_name(int sp) { return sp == SP_X ? "x" : sp == SP_PROJ ? "proj" : sp == SP_QKV ? "qkv" : "g1"; }
 
 enum How : uint8_t { PLAIN = 0, RELEASE = 1, TAGGED = 2 };
 
@@ -106,6 +106,7 @@ public:
         mem_[SP_X].assign(S * size_t(cfg_.D), Word{});
         mem_[SP_PROJ].assign(S * size_t(cfg_.N), Word{});
         mem_[SP_QKV].assign(S * size_t(cfg_.C), Word{});
+        mem_[SP_G1].assign(S * size_t(cfg_.E()), Word{});
         for (int m : {int(Mailbox::XRDY), int(Mailbox::PROJ), int(Mailbox::QK)})
             flag_vc_[m].assign(size_t(plan_.entries(Mailbox(m))), {});
         // places are the launch's CTAs; a with_kda_teams list runs in its CTA's place
@@ -320,7 +321,7 @@ private:
             release ? RELEASE : PLAIN);
     }
 
-    int width(int sp) const { return sp == SP_X ? cfg_.D : sp == SP_PROJ ? cfg_.N : cfg_.C; }
+    int width(int sp) const { return sp == SP_X ? cfg_.D : sp == SP_PROJ ? cfg_.N : sp == SP_QKV ? cfg_.C : cfg_.E(); }
     std::string data_elem(int sp, size_t i) const {
         const int w = width(sp);
         return std::string(data_name(sp)) + "[row " + std::to_string(i / size_t(w)) + "][col " + std::to_string(i % size_t(w)) + "]";
@@ -330,8 +331,8 @@ private:
         if (sp == SP_X) { g = plan_.xrdy(col / plan_.params().slice_width, plan_.attn_part_of_row(row)); return true; }
         if (sp == SP_PROJ) { g = plan_.proj(plan_.group_of_col(col)); return true; }
         const int E = cfg_.E();
-        if (col >= 2 * E) return false;  // v channels stay within their task
-        const int within = col % E;
+        if (sp == SP_QKV && col >= 2 * E) return false;  // v channels stay within their task
+        const int within = col % E;  // q, k and g1 columns: the share of the chunk that makes them
         g = plan_.qk(row / cfg_.L, within / cfg_.K, (within % cfg_.K) / plan_.qk_share());
         return true;
     }
@@ -725,6 +726,7 @@ private:
         take(SP_X, out_.x, "x");
         take(SP_PROJ, out_.proj, "proj");
         take(SP_QKV, out_.qkv, "qkv");
+        take(SP_G1, out_.g1, "g1");
         res_.outputs.push_back(std::move(out_));
         res_.provenance.push_back(std::move(prov_));
     }
@@ -941,7 +943,23 @@ private:
         store_flag(cta, plan_.proj(g), true);
     }
 
-    // D for the task's channels: its q and k shares (published through QK) and its v rows.
+    // C (#4) for request r, head h, key columns k0 .. k0+nk-1 of every token: g1, f_a read through PROJ.
+    void make_g1(int cta, int r, int h, int k0, int nk) {
+        const int K = cfg_.K, F = cfg_.F;
+        std::vector<float> fa(static_cast<size_t>(F));
+        for (int t = 0; t < cfg_.L; ++t) {
+            const int s = r * cfg_.L + t;
+            for (int fi = 0; fi < F; ++fi) fa[size_t(fi)] = f(read_data(cta, SP_PROJ, s, cfg_.col_fa() + fi));
+            for (int k = k0; k < k0 + nk; ++k) {
+                const bf16* wr = &in_->f_b_w[size_t(h * K + k) * size_t(F)];
+                const float acc = ord_.reduce<float>(Site::f_b, F, [&](int fi) { return fa[size_t(fi)] * f(wr[fi]); });
+                store_data(cta, SP_G1, s, h * K + k, bf16::round(acc));
+            }
+        }
+    }
+
+    // D for the task's channels: its q and k shares and its v rows; with sibling chunks also C for
+    // its share of the head's key columns (q, k and g1 shares published through QK).
     void kda_conv(int cta, int r, int h, int ch) {
         const StepInputs& in = *in_;
         Cta& c = ctas_[size_t(cta)];
@@ -979,6 +997,11 @@ private:
             }
         }
         log_data(cta, SP_QKV, h * cfg_.K + ch * qs, qs);
+        if (plan_.n_chunks() > 1) {
+            const bool short_share = opt_.fault == Fault::g1_share_short && r == 0 && h == 0 && ch == 1;
+            make_g1(cta, r, h, ch * qs, short_share ? qs - 1 : qs);
+            log_data(cta, SP_G1, h * cfg_.K + ch * qs, qs);
+        }
         store_flag(cta, plan_.qk(r, h, ch), true);
     }
 
@@ -986,26 +1009,14 @@ private:
     void kda_rec(int cta, int r, int h, int ch) {
         const StepInputs& in = *in_;
         Cta& c = ctas_[size_t(cta)];
-        const int L = cfg_.L, K = cfg_.K, E = cfg_.E(), F = cfg_.F, rows = plan_.params().kda_chunk_rows;
-        const int v0 = ch * rows, qs = plan_.qk_share();
-        // C: the gates of the head's K key columns (each chunk computes all, stores its share of g1)
+        const int L = cfg_.L, K = cfg_.K, E = cfg_.E(), rows = plan_.params().kda_chunk_rows;
+        const int v0 = ch * rows;
+        // C: g1 of the head's K key columns, made here by one task a head, else by the sibling chunks'
+        // KDA_CONV (their shares, read through QK)
+        if (plan_.n_chunks() == 1) make_g1(cta, r, h, 0, K);
         std::vector<float> g1(size_t(L) * size_t(K));
-        std::vector<float> fa(static_cast<size_t>(F));
-        for (int t = 0; t < L; ++t) {
-            const int s = r * L + t;
-            for (int fi = 0; fi < F; ++fi) fa[size_t(fi)] = f(read_data(cta, SP_PROJ, s, cfg_.col_fa() + fi));
-            for (int k = 0; k < K; ++k) {
-                const bf16* wr = &in.f_b_w[size_t(h * K + k) * size_t(F)];
-                float acc = ord_.reduce<float>(Site::f_b, F, [&](int fi) { return fa[size_t(fi)] * f(wr[fi]); });
-                bf16 gb = bf16::round(acc);
-                g1[size_t(t) * size_t(K) + size_t(k)] = f(gb);
-                if (k / qs == ch) {
-                    const size_t at = size_t(s) * size_t(E) + size_t(h * K + k);
-                    out_.g1[at] = gb;
-                    mark("g1", at, cta);
-                }
-            }
-        }
+        for (int t = 0; t < L; ++t)
+            for (int k = 0; k < K; ++k) g1[size_t(t) * size_t(K) + size_t(k)] = f(read_data(cta, SP_G1, r * L + t, h * K + k));
         c.obar.assign(size_t(L) * size_t(rows), 0.f);
         const int a = c.a_eff;
         const int32_t init = in.idx(r, a - 1);
@@ -1179,7 +1190,7 @@ std::string format_event(const Plan& plan, const Event& e) {
             return s + "store " + plan.entry_name(e.entry) + " tag " + std::to_string(e.tag) + " (" +
                    (e.how == 1 ? "release" : e.how == 2 ? "value+tag" : "plain") + ", visible t=" + std::to_string(e.aux) + ")";
         case EventKind::data:
-            return s + "store " + (e.entry.entry == 0 ? "x" : e.entry.entry == 1 ? "proj" : "qkv") + " cols " +
+            return s + "store " + data_name(SP_X + e.entry.entry) + " cols " +
                    std::to_string(e.tag) + ".." + std::to_string(int64_t(e.tag) + e.aux - 1) + " (plain)";
         case EventKind::loads: return s + "issue weight loads (retire t=" + std::to_string(e.aux) + ")";
         case EventKind::finish: return s + "finish";

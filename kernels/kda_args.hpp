@@ -6,7 +6,7 @@
 
 #include "kernels/vendor/gpu.hpp"  // first: core/bf16.hpp uses the vendor's __forceinline__
 #include "core/bf16.hpp"
-#include "core/plan.hpp"  // PlanParams::kSpecChunkRows
+#include "core/plan.hpp"  // PlanParams::kChunkRows
 
 namespace monokda::gpu {
 
@@ -18,9 +18,10 @@ constexpr int kSlice = 128;              // columns of D per attn CTA
 constexpr int kAttn = D / kSlice;        // 56 attn slices (one or two CTAs each: KdaArgs::attn_parts)
 constexpr int kGroupRows = 16;           // in_proj rows per gemv group
 constexpr int kGroups = N / kGroupRows;  // 393
-// state rows a kda task: SPEC §4's 16-row chunks, or the whole head (PlanParams::k3_chunk_rows
-// chooses by the step's shape; docs/kernel.md, "kda tasks")
-constexpr int kChunkRowsSpec = PlanParams::kSpecChunkRows, kChunkRowsHead = V;
+// state rows a kda task: a chunk of a head, or the whole head (PlanParams::k3_chunk_rows chooses by
+// the step's shape; docs/kernel.md, "kda tasks")
+constexpr int kChunkRowsQuarter = PlanParams::kChunkRows, kChunkRowsHead = V;
+static_assert(kChunkRowsQuarter * 4 == V, "the plan's chunks are a quarter of a head");
 constexpr int kMaxS = 64, kMaxL = 8, kMaxNb = 8;
 constexpr int kMaxAttnParts = 2;  // XRDY entries a slice the gemv pass reads (kda_gemv_batch.hpp)
 }  // namespace k3
@@ -68,7 +69,7 @@ struct KdaArgs {
     const int32_t* state_indices;
     const int32_t* num_accepted;
     bf16* core_out;
-    bf16 *x, *proj, *qkv, *g1, *o;  // hand-offs; g1 and o written only with export_handoffs
+    bf16 *x, *proj, *qkv, *g1, *o;  // hand-offs; o (and g1 of one task a head) written only with export_handoffs
     int export_handoffs;
 
     uint64_t* tagged;  // tagged mailboxes (value | epoch << 32), plan order

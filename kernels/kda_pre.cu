@@ -57,7 +57,7 @@ constexpr size_t kKdaOneTeamBytes = kKdaSmemStride<kChunkRows> + (kStageState ? 
 template <int kChunkRows>
 constexpr size_t kKdaBytes = std::max(kKdaTeams * kKdaSmemStride<kChunkRows>, kKdaOneTeamBytes<kChunkRows>);
 constexpr size_t kSmemBytes = std::max(std::max(sizeof(AttnSmem), kGemvSmemBytes),
-                                       std::max(kKdaBytes<k3::kChunkRowsSpec>, kKdaBytes<k3::kChunkRowsHead>));
+                                       std::max(kKdaBytes<k3::kChunkRowsQuarter>, kKdaBytes<k3::kChunkRowsHead>));
 constexpr int kHeaderWords = int(sizeof(PlanHeader) / 4);
 // Plan::serialize()'s layout: cta_begin[blocks + 1] from kPlanCtaBeginWord, then the instructions (4
 // words each); CTA n runs instrs[cta_begin[n] .. cta_begin[n + 1]).
@@ -205,8 +205,8 @@ __device__ __forceinline__ bool run_instructions(const KdaArgs& a, Ctl& c, const
         if (is_kda(in.op)) {
             int next = end;
             // the plan's task shape (PlanParams::k3_chunk_rows; the launcher admits these two)
-            const bool ok = h->kda_chunk_rows == k3::kChunkRowsSpec
-                                ? run_kda<k3::kChunkRowsSpec>(a, c, ins, i, end, cta_begin[blockIdx.x], smem, &next)
+            const bool ok = h->kda_chunk_rows == k3::kChunkRowsQuarter
+                                ? run_kda<k3::kChunkRowsQuarter>(a, c, ins, i, end, cta_begin[blockIdx.x], smem, &next)
                                 : run_kda<k3::kChunkRowsHead>(a, c, ins, i, end, cta_begin[blockIdx.x], smem, &next);
             if (!ok) return false;
             i = next - 1;
@@ -402,9 +402,9 @@ KdaLauncher::KdaLauncher(const Plan& plan, const LaunchOptions& opt) : impl_(new
     check_supported(cfg);
     const PlanParams& pp = plan.params();
     if (plan.n_attn() != k3::kAttn || pp.slice_width != k3::kSlice || pp.gemv_group_rows != k3::kGroupRows ||
-        (pp.kda_chunk_rows != k3::kChunkRowsSpec && pp.kda_chunk_rows != k3::kChunkRowsHead) ||
+        (pp.kda_chunk_rows != k3::kChunkRowsQuarter && pp.kda_chunk_rows != k3::kChunkRowsHead) ||
         pp.attn_row_parts > k3::kMaxAttnParts)
-        bad_input("kda_pre kernel: the plan must use the k3 parameters (slice 128, group rows 16, chunk rows 16 or 128, "
+        bad_input("kda_pre kernel: the plan must use the k3 parameters (slice 128, group rows 16, chunk rows 32 or 128, "
                   "attn row parts 1 or 2)");
     if (plan.blocks() != dev.sms)
         bad_input("kda_pre kernel: the plan has " + ss(plan.blocks()) + " CTAs but " + dev.name + " has " +
@@ -482,7 +482,7 @@ void KdaLauncher::launch(const KdaTensors& t, void* stream) {
     a.core_out = bf(t.core_out);
     a.x = bf(t.x), a.proj = bf(t.proj), a.qkv = bf(t.qkv);
     a.export_handoffs = impl_->opt.export_handoffs ? 1 : 0;
-    a.g1 = a.export_handoffs ? bf(t.g1) : nullptr;
+    a.g1 = bf(t.g1);
     a.o = a.export_handoffs ? bf(t.o) : nullptr;
     a.tagged = impl_->d_tagged, a.flags = impl_->d_flags;
     a.epoch = impl_->d_counters, a.done = impl_->d_counters + 1;

@@ -49,8 +49,9 @@ struct View {
 
 // Every tensor of one launch (SPEC §2). prefix/delta/prefix_out rows and blocks rows/bank rows may
 // be strided; conv_state and ssm_state slots may be strided (vLLM packs both states of a slot in one
-// page); everything else is contiguous. x, proj and qkv are the kernel's hand-off buffers and always
-// needed; g1 and o are written only when the launch exports its hand-offs (teacher forcing).
+// page); everything else is contiguous. x, proj, qkv and g1 are the kernel's hand-off buffers and
+// always needed (the chunk tasks of a head hand each other their shares of g1); g1 is whole and o
+// written only when the launch exports its hand-offs (teacher forcing).
 struct KdaTensors {
     View prefix, delta, blocks, res_norm_w, res_proj_w, input_norm_w, in_proj_w, f_b_w, conv_w, A_log, dt_bias,
         o_norm_w, conv_state, ssm_state, state_indices, num_accepted;
@@ -72,7 +73,7 @@ Plan device_plan(const Config& cfg, GemvBands bands = GemvBands::by_plan, int at
 void validate_tensors(const Config& cfg, const KdaTensors& t, bool export_handoffs);
 
 struct LaunchOptions {
-    bool export_handoffs = false;  // also write g1 and o (x, proj, qkv are always written)
+    bool export_handoffs = false;  // also write o, and all of g1 (x, proj, qkv are always written)
     // in_proj in Plan::reduction_order()'s exact sum order (bit-identical to the reference's
     // stage; slow) instead of through the matrix unit (the default)
     bool exact_in_proj = false;

@@ -1,14 +1,15 @@
 // Role kda (SPEC §3 C–F): one task = request r, head h, chunk c of kChunkRows state rows (the plan's
-// kda_chunk_rows: SPEC §4's 16 while every chunk task has a CTA of its own, else the whole head;
-// PlanParams::k3_chunk_rows), run as four instructions on one team. KDA_LOAD issues everything that
-// needs no hand-off (indices, conv window; the head's f_b rows, conv taps and dt_bias unless the
-// team holds them already; the state rows, copied into the team's stage or fetched into L2);
+// kda_chunk_rows: a quarter of a head while every chunk task has a CTA of its own, else the whole
+// head; PlanParams::k3_chunk_rows), run as four instructions on one team. KDA_LOAD issues everything
+// that needs no hand-off (indices, conv window; the head's f_b rows, conv taps and dt_bias unless
+// the team holds them already; the state rows, copied into the team's stage or fetched into L2);
 // KDA_CONV convolves the task's q and k share and its v rows (waits PROJ); KDA_REC does f_b + gate,
 // l2norm and the recurrence on its rows, two rows a step in registers, writing a state a token;
 // KDA_NORM writes core_out. Shared memory persists through the four. With more than one chunk a
-// head the head's q/k come from the sibling chunks through QK and Σō² is combined through ONRM;
-// with one chunk both stay in the team, the flags nobody waits for are not published and nothing
-// crosses CTAs after PROJ.
+// head, KDA_CONV also makes the task's share of the head's g1 (f_b, its q/k share's key columns)
+// and the head's q/k and g1 come from the sibling chunks through QK, and Σō² is combined through
+// ONRM; with one chunk all of it stays in the team, the flags nobody waits for are not published
+// and nothing crosses CTAs after PROJ.
 // Orders (Plan::reduction_order()): l2 norms, f_b and the two recurrence sums are pairwise over
 // 128 terms (16 lanes; pairwise8 / the two 4-term halves + pairwise_16_lanes); Σō² is split into
 // the chunks, each sequential over its rows, added in chunk order.
@@ -185,13 +186,47 @@ __device__ __forceinline__ void load_state_rows(float (&out)[kRowBatch][8], cons
     }
 }
 
+// f_b (#4) before its rounding: g1[t][k] = Σ_f fa[t][f]·f_b_w[hK+k][f] for tokens t < L and the
+// kCols key columns from k0, into sm.decay[t][k]. 16 lanes a sum (pairwise: Plan::reduction_order()),
+// kSumBatch sums of a group in flight together; sums past the end are computed again and dropped.
+// kCols is a constant: a sum's (token, column) is then a shift and a mask, not a division.
+template <int kCols, int kChunkRows>
+__device__ __forceinline__ void fb_sums(KdaSmem<kChunkRows>& sm, int L, int k0, Team team) {
+    const int g16 = team.tid / 16, lane = team.tid % 16, n16 = team.n / 16, total = L * kCols;
+    constexpr int kSumBatch = 4;
+#pragma unroll 1
+    for (int p0 = 0; p0 * n16 < total; p0 += kSumBatch) {
+        float part[kSumBatch];
+#pragma unroll
+        for (int b = 0; b < kSumBatch; ++b) {
+            const int o = min((p0 + b) * n16 + g16, total - 1), t = o / kCols, k = k0 + o % kCols;
+            const uint4 w4 = *reinterpret_cast<const uint4*>(&sm.fbw[k][lane * 4]);  // one 16-byte load each
+            const float4 f0 = *reinterpret_cast<const float4*>(&sm.fa[t][lane * 8]);
+            const float4 f1 = *reinterpret_cast<const float4*>(&sm.fa[t][lane * 8 + 4]);
+            const float tm[8] = {f0.x * bf_lo(w4.x), f0.y * bf_hi(w4.x), f0.z * bf_lo(w4.y), f0.w * bf_hi(w4.y),
+                                 f1.x * bf_lo(w4.z), f1.y * bf_hi(w4.z), f1.z * bf_lo(w4.w), f1.w * bf_hi(w4.w)};
+            part[b] = pairwise8(tm);
+        }
+        pairwise_16_lanes(part);
+        if (lane == 0)
+#pragma unroll
+            for (int b = 0; b < kSumBatch; ++b) {
+                const int o = (p0 + b) * n16 + g16;
+                if (o < total) sm.decay[o / kCols][k0 + o % kCols] = part[b];
+            }
+    }
+}
+
 template <int kChunkRows>
 __device__ bool KdaTask<kChunkRows>::conv(const KdaArgs& a, Ctl& c_, Smem& sm, int r, int h, int c, Team team) {
     const int L = a.L;
     static_assert(kShare % k3::kGroupRows == 0 && kChunkRows % k3::kGroupRows == 0,
                   "the owned channels are whole gemv groups");
-    if (!wait_proj(a, c_, kOwned / k3::kGroupRows,
-                   [&](int i) { return owned_channel(i * k3::kGroupRows, h, c) / k3::kGroupRows; }, team))
+    // with sibling chunks, the f_a groups too: the task's share of the head's g1 is made here
+    constexpr int kOwnedGroups = kOwned / k3::kGroupRows, kFaGroup = 4 * k3::E / k3::kGroupRows;
+    if (!wait_proj(a, c_, kOwnedGroups + (kChunks > 1 ? k3::F / k3::kGroupRows : 0), [&](int i) {
+            return i < kOwnedGroups ? owned_channel(i * k3::kGroupRows, h, c) / k3::kGroupRows : kFaGroup + i - kOwnedGroups;
+        }, team))
         return false;
     // a thread a channel: the inputs of all its channels loaded together, then the L outputs of each
     uint16_t xin[kOwnedPer<kChunkRows>][k3::kMaxL];
@@ -237,8 +272,33 @@ __device__ bool KdaTask<kChunkRows>::conv(const KdaArgs& a, Ctl& c_, Smem& sm, i
             }
         }
     }
-    if constexpr (kChunks > 1) publish_flag(a, c_, Mailbox::QK, (r * k3::H + h) * kChunks + c, team);
-    else team.sync();  // q, k and v rows stay in the team's shared memory
+    if constexpr (kChunks > 1) {
+        // g1 of the task's share of key columns for every token (#4), handed to the siblings with
+        // q/k: each chunk task computes a share instead of the whole head's L·K sums
+        static_assert(k3::F == k3::K, "f_a and the head's q/k share the L·K item mapping");
+        uint16_t fav[kTokenColsPer];
+#pragma unroll
+        for (int j = 0; j < kTokenColsPer; ++j) {
+            const int it = team.tid + j * team.n, t = it / k3::F, f = it % k3::F;
+            fav[j] = t < L ? ld_cg_u16(a.proj + size_t(r * L + min(t, L - 1)) * k3::N + 4 * k3::E + f) : 0;
+        }
+#pragma unroll
+        for (int j = 0; j < kTokenColsPer; ++j) {
+            const int it = team.tid + j * team.n, t = it / k3::F, f = it % k3::F;
+            if (t < L) sm.fa[t][f] = bf(bf16::from_bits(fav[j]));
+        }
+        async_wait<0>();  // KDA_LOAD's f_b rows
+        team.sync();
+        fb_sums<kShare>(sm, L, c * kShare, team);
+        team.sync();
+        for (int it = team.tid; it < L * kShare; it += team.n) {
+            const int t = it / kShare, k = c * kShare + it % kShare;
+            a.g1[size_t(r * L + t) * k3::E + h * k3::K + k] = bf16::from_bits(rnd(sm.decay[t][k]));
+        }
+        publish_flag(a, c_, Mailbox::QK, (r * k3::H + h) * kChunks + c, team);
+    } else {
+        team.sync();  // q, k and v rows stay in the team's shared memory
+    }
     return true;
 }
 
@@ -275,16 +335,19 @@ __device__ bool KdaTask<kChunkRows>::rec(const KdaArgs& a, Ctl& c_, Smem& sm, in
     if (!sm.stage) load_state_rows<kChunkRows>(nxt, st_rows, g16, n16, k0, live);  // (from the stage: after the copies are waited for, below)
 
     static_assert(k3::F == k3::K, "f_a and the head's q/k share the L·K item mapping");
-    uint16_t fav[kTokenColsPer], qv[kTokenColsPer], kv[kTokenColsPer];
+    // the head's f_a (one task a head: f_b is made below), or its g1, q and k from the chunk tasks
+    uint16_t fgv[kTokenColsPer], qv[kTokenColsPer], kv[kTokenColsPer];
 #pragma unroll
     for (int j = 0; j < kTokenColsPer; ++j) {
         const int it = team.tid + j * team.n, t = it / k3::K, k = it % k3::K;
         const size_t row = size_t(r * L + min(t, L - 1));
         const bool in = t < L;
-        fav[j] = in ? ld_cg_u16(a.proj + row * k3::N + 4 * k3::E + k) : 0;
         if constexpr (kChunks > 1) {
+            fgv[j] = in ? ld_cg_u16(a.g1 + row * k3::E + h * k3::K + k) : 0;
             qv[j] = in ? ld_cg_u16(a.qkv + row * k3::C + h * k3::K + k) : 0;
             kv[j] = in ? ld_cg_u16(a.qkv + row * k3::C + k3::E + h * k3::K + k) : 0;
+        } else {
+            fgv[j] = in ? ld_cg_u16(a.proj + row * k3::N + 4 * k3::E + k) : 0;
         }
     }
     const uint16_t betav = team.tid < L ? ld_cg_u16(a.proj + size_t(r * L + team.tid) * k3::N + 4 * k3::E + k3::F + h) : 0;
@@ -293,10 +356,12 @@ __device__ bool KdaTask<kChunkRows>::rec(const KdaArgs& a, Ctl& c_, Smem& sm, in
     for (int j = 0; j < kTokenColsPer; ++j) {
         const int it = team.tid + j * team.n, t = it / k3::K, k = it % k3::K;
         if (t >= L) continue;
-        sm.fa[t][k] = bf(bf16::from_bits(fav[j]));
         if constexpr (kChunks > 1) {
+            sm.decay[t][k] = bf(bf16::from_bits(fgv[j]));  // g1, exact: the gates below round it to itself
             sm.q[t][k] = bf(bf16::from_bits(qv[j]));
             sm.k[t][k] = bf(bf16::from_bits(kv[j]));
+        } else {
+            sm.fa[t][k] = bf(bf16::from_bits(fgv[j]));
         }
     }
     if (team.tid < L) sm.beta[team.tid] = sigmoid_f(bf(bf16::from_bits(betav)));
@@ -319,37 +384,15 @@ __device__ bool KdaTask<kChunkRows>::rec(const KdaArgs& a, Ctl& c_, Smem& sm, in
         sm.q[t][k] = (sm.q[t][k] / sqrtf(sm.norm[2 * t] + a.l2_eps)) * a.kscale;
         sm.k[t][k] = sm.k[t][k] / sqrtf(sm.norm[2 * t + 1] + a.l2_eps);
     }
-    // f_b (#4): g1[t][k] = Σ_f fa[t][f]·f_b_w[hK+k][f], 16 sums a pass (parked in decay), then
-    // the gates one a thread: a lane-0 tail in every pass would run L·8 rounds of two
-    // double-precision exps one after another
-    constexpr int kSumBatch = 4;  // sums of a group in flight together (pairwise_16_lanes<N>)
-#pragma unroll 1
-    for (int p0 = 0; p0 < L * k3::K / n16; p0 += kSumBatch) {  // L·K / n16 is a multiple of 8
-        float part[kSumBatch];
-#pragma unroll
-        for (int b = 0; b < kSumBatch; ++b) {
-            const int o = (p0 + b) * n16 + g16, t = o / k3::K, k = o % k3::K;
-            const uint4 w4 = *reinterpret_cast<const uint4*>(&sm.fbw[k][lane * 4]);  // one 16-byte load each
-            const float4 f0 = *reinterpret_cast<const float4*>(&sm.fa[t][lane * 8]);
-            const float4 f1 = *reinterpret_cast<const float4*>(&sm.fa[t][lane * 8 + 4]);
-            const float tm[8] = {f0.x * bf_lo(w4.x), f0.y * bf_hi(w4.x), f0.z * bf_lo(w4.y), f0.w * bf_hi(w4.y),
-                                 f1.x * bf_lo(w4.z), f1.y * bf_hi(w4.z), f1.z * bf_lo(w4.w), f1.w * bf_hi(w4.w)};
-            part[b] = pairwise8(tm);
-        }
-        pairwise_16_lanes(part);
-        if (lane == 0)
-#pragma unroll
-            for (int b = 0; b < kSumBatch; ++b) {
-                const int o = (p0 + b) * n16 + g16;
-                sm.decay[o / k3::K][o % k3::K] = part[b];
-            }
-    }
+    // f_b of the whole head (with chunks: made by the chunk tasks, read above), then the gates one
+    // a thread: a lane-0 tail in every sum's pass would run L·8 rounds of two double-precision exps
+    // one after another
+    if constexpr (kChunks == 1) fb_sums<k3::K>(sm, L, 0, team);
     team.sync();
     for (int it = team.tid; it < L * k3::K; it += team.n) {  // each thread rewrites its own entries
         const int t = it / k3::K, k = it % k3::K;
         const uint16_t g1 = rnd(sm.decay[t][k]);
-        if (a.export_handoffs && k / kShare == c)
-            a.g1[size_t(r * L + t) * k3::E + h * k3::K + k] = bf16::from_bits(g1);
+        if (kChunks == 1 && a.export_handoffs) a.g1[size_t(r * L + t) * k3::E + h * k3::K + k] = bf16::from_bits(g1);
         const float gate = a.lower_bound * sigmoid_f(sm.A * (bf(bf16::from_bits(g1)) + sm.dtb[k]));
         sm.decay[t][k] = exp_f(gate);
     }

@@ -150,13 +150,12 @@ void validate_tensors(const Config& c, const KdaTensors& t, bool export_handoffs
     add("x", t.x, DType::BF16, {S, D}, true);
     add("proj", t.proj, DType::BF16, {S, c.N}, true);
     add("qkv", t.qkv, DType::BF16, {S, c.C}, true);
-    for (const char* n : {"state_indices", "num_accepted", "core_out", "x", "proj", "qkv"})
+    add("g1", t.g1, DType::BF16, {S, E}, true);
+    for (const char* n : {"state_indices", "num_accepted", "core_out", "x", "proj", "qkv", "g1"})
         for (const Checked& k : all)
             if (std::string(k.name) == n) need_contiguous(n, *k.v);
     if (export_handoffs) {
-        add("g1", t.g1, DType::BF16, {S, E}, true);
         add("o", t.o, DType::BF16, {S, E}, true);
-        need_contiguous("g1", t.g1);
         need_contiguous("o", t.o);
     }
 

@@ -200,6 +200,19 @@ TEST_CASE("a wrong num_accepted window: WRONG_RESULT naming request 0's kda CTA 
     });
 }
 
+TEST_CASE("a g1 share one column short: a read of the missing column names it, its QK entry and its producer") {
+    each_schedule(Fault::g1_share_short, [](const EmulateResult& r, const Plan& plan) {
+        REQUIRE(plan.n_chunks() > 1);
+        // a sibling reads it after acquiring QK (STALE_READ) or the task itself reads it back without
+        // having acquired its own QK (VISIBILITY_FAULT), whichever the schedule runs first
+        CHECK((r.verdict == Verdict::STALE_READ || r.verdict == Verdict::VISIBILITY_FAULT));
+        const int col = 2 * plan.qk_share() - 1;  // the last column of chunk 1's share of head 0
+        CHECK(contains(r.run.detail, "g1[row 0][col " + std::to_string(col) + "]"));
+        CHECK(contains(r.run.detail, "QK[r 0][h 0][chunk 1]"));
+        CHECK(contains(r.run.detail, "KDA_CONV(r 0, h 0, chunk 1)"));
+    });
+}
+
 TEST_CASE("an x store loop one column short: STALE_READ after XRDY[slice 1], naming CTA 1") {
     each_schedule(Fault::x_store_off_by_one, [](const EmulateResult& r, const Plan& plan) {
         CHECK(r.verdict == Verdict::STALE_READ);

@@ -83,12 +83,12 @@ TEST_CASE("the built-in k3 envelope is what measuring it again gives") {
     }
 }
 
-TEST_CASE("k3 with one request: SPEC §4's 16-row chunks, their QK and ONRM hand-offs, bit for bit") {
+TEST_CASE("k3 with one request: 32-row chunks, their QK (q, k, g1 shares) and ONRM hand-offs, bit for bit") {
     EmulateOptions o;
     o.fixture.R = 1, o.fixture.L = 2;
     o.envelope_orders = -1;  // the envelope is the default run's business; this checks the plan's shape
     Prepared p = prepare(o, 1);
-    REQUIRE(p.plan.n_chunks() == 8);  // PlanParams::k3_chunk_rows: 96 chunk tasks fit 132 CTAs
+    REQUIRE(p.plan.n_chunks() == 4);  // PlanParams::k3_chunk_rows: 48 chunk tasks fit 132 CTAs
     bool sibling_wait = false;
     for (int cta = 0; cta < p.plan.blocks(); ++cta)
         for (int i = 0; i < int(p.plan.instrs(cta).size()); ++i)
@@ -102,7 +102,7 @@ TEST_CASE("k3 plain decode (R = L = 1): one kda task a head on the attn CTAs, bi
     o.fixture.R = 1, o.fixture.L = 1;
     o.envelope_orders = -1;  // the envelope is the default run's business; this checks the plan's shape
     Prepared p = prepare(o, 1);
-    REQUIRE(p.plan.n_chunks() == 1);  // PlanParams::kSpecChunkMinL: one token is no reason to hand q/k over
+    REQUIRE(p.plan.n_chunks() == 1);  // PlanParams::kChunkMinL: one token is no reason to hand q/k over
     for (int h = 0; h < 12; ++h) CHECK(p.plan.kda_cta(0, h, 0) < p.plan.n_attn_ctas());  // no gemv CTA runs a task
     o.kda_teams = 2;
     bit_for_bit(p, o, {"random", "pct", "delay:kda"});

@@ -243,27 +243,49 @@ TEST_CASE("k3's in_proj bands follow the step: past the slices up to 16 rows, ov
     CHECK(!PlanParams::defaults_for(small()).gemv_every_cta);  // the small preset keeps SPEC §4's layout
 }
 
-TEST_CASE("k3's kda task shape follows the step: 16-row chunks while each has a CTA and L >= 2, else one task a head") {
+TEST_CASE("k3's kda task shape follows the step: 32-row chunks while each has a CTA and L >= 2, else one task a head") {
     Config c = k3();
     auto rows = [&](int R, int L, int blocks) {
         c.R = R, c.L = L;
         return PlanParams::k3_chunk_rows(c, blocks);
     };
-    CHECK(rows(1, 2, 132) == 16);   // 96 chunk tasks <= 132 CTAs
-    CHECK(rows(1, 8, 132) == 16);   // L does not change the task count
-    CHECK(rows(1, 1, 132) == 128);  // one token: a head on one CTA beats the chunks' hand-offs (kSpecChunkMinL)
-    CHECK(rows(2, 4, 132) == 128);  // 192 > 132
+    CHECK(rows(1, 2, 132) == 32);   // 48 chunk tasks <= 132 CTAs
+    CHECK(rows(1, 8, 132) == 32);   // L does not change the task count
+    CHECK(rows(1, 1, 132) == 128);  // one token: a head on one CTA beats the chunks' hand-offs (kChunkMinL)
+    CHECK(rows(2, 4, 132) == 32);   // 96 <= 132
+    CHECK(rows(3, 4, 132) == 128);  // 144 > 132
     CHECK(rows(64, 1, 132) == 128);
-    CHECK(rows(2, 2, 192) == 16);   // exactly one CTA each
-    CHECK(rows(2, 2, 191) == 128);
-    CHECK(rows(2, 1, 192) == 128);  // one token
-    CHECK(rows(2, 4, 256) == 16);   // an MI355X-class part
+    CHECK(rows(2, 2, 96) == 32);    // exactly one CTA each
+    CHECK(rows(2, 2, 95) == 128);
+    CHECK(rows(2, 1, 96) == 128);   // one token
+    CHECK(rows(5, 4, 256) == 32);   // an MI355X-class part
     c.R = 1, c.L = 4;
-    CHECK(PlanParams::defaults_for(c).kda_chunk_rows == 16);
-    CHECK(Plan::build(c, PlanParams::defaults_for(c)).n_chunks() == 8);
-    c.R = 2;
+    CHECK(PlanParams::defaults_for(c).kda_chunk_rows == 32);
+    CHECK(Plan::build(c, PlanParams::defaults_for(c)).n_chunks() == 4);
+    c.R = 3;
     CHECK(PlanParams::defaults_for(c).kda_chunk_rows == 128);
     CHECK(Plan::build(c, PlanParams::defaults_for(c)).n_chunks() == 1);
+}
+
+TEST_CASE("with sibling chunks KDA_CONV waits for the f_a groups (it makes the task's share of g1), with one task a head it does not") {
+    auto conv_waits_fa = [](int chunk_rows) {
+        PlanParams pp = PlanParams::preset("k3");
+        pp.kda_chunk_rows = chunk_rows;
+        const Config c = k3();
+        const Plan p = Plan::build(c, pp);
+        const int cta = p.kda_cta(1, 5, 0);
+        for (int i = 0; i < int(p.instrs(cta).size()); ++i) {
+            if (p.instrs(cta)[size_t(i)].opcode() != Op::KDA_CONV) continue;
+            int fa = 0;
+            for (const Plan::Wait& w : p.waits(cta, i))
+                for (int col = c.col_fa(); col < c.col_fa() + c.F; col += 16) fa += w.entry == p.proj(p.group_of_col(col));
+            return fa;
+        }
+        return -1;
+    };
+    CHECK(conv_waits_fa(32) == 128 / 16);
+    CHECK(conv_waits_fa(16) == 128 / 16);
+    CHECK(conv_waits_fa(128) == 0);
 }
 
 TEST_CASE("the plan's reduction order splits D-sums by slice and the output norm by chunk") {
