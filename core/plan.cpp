@@ -16,10 +16,11 @@ PlanParams PlanParams::preset(const std::string& name) {
 
 int PlanParams::k3_chunk_rows(const Config& cfg, int blocks) {
     constexpr int r = kChunkRows;
-    return cfg.V % r == 0 && cfg.K % (cfg.V / r) == 0 && cfg.L >= kChunkMinL &&
-                   int64_t(cfg.R) * cfg.H * (cfg.V / r) <= blocks
-               ? r
-               : cfg.V;
+    if (cfg.V % r != 0 || cfg.K % (cfg.V / r) != 0) return cfg.V;
+    const int64_t tasks = int64_t(cfg.R) * cfg.H * (cfg.V / r);
+    const bool one_a_cta = tasks <= blocks && cfg.L >= kChunkMinL;
+    const bool two_a_cta = tasks <= 2 * int64_t(blocks) && cfg.L >= kChunkMinLTwoACta;
+    return one_a_cta || two_a_cta ? r : cfg.V;
 }
 
 PlanParams PlanParams::k3_for(const Config& cfg, int blocks) {

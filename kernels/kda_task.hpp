@@ -194,12 +194,15 @@ template <int kCols, int kChunkRows>
 __device__ __forceinline__ void fb_sums(KdaSmem<kChunkRows>& sm, int L, int k0, Team team) {
     const int g16 = team.tid / 16, lane = team.tid % 16, n16 = team.n / 16, total = L * kCols;
     constexpr int kSumBatch = 4;
+    // a team has 8 or 16 groups (kMinTeam): with kCols a multiple of 64 no pass runs past the end
+    constexpr bool kGuard = kCols % (kSumBatch * 16) != 0;
 #pragma unroll 1
     for (int p0 = 0; p0 * n16 < total; p0 += kSumBatch) {
         float part[kSumBatch];
 #pragma unroll
         for (int b = 0; b < kSumBatch; ++b) {
-            const int o = min((p0 + b) * n16 + g16, total - 1), t = o / kCols, k = k0 + o % kCols;
+            const int o = kGuard ? min((p0 + b) * n16 + g16, total - 1) : (p0 + b) * n16 + g16;
+            const int t = o / kCols, k = k0 + o % kCols;
             const uint4 w4 = *reinterpret_cast<const uint4*>(&sm.fbw[k][lane * 4]);  // one 16-byte load each
             const float4 f0 = *reinterpret_cast<const float4*>(&sm.fa[t][lane * 8]);
             const float4 f1 = *reinterpret_cast<const float4*>(&sm.fa[t][lane * 8 + 4]);
@@ -212,7 +215,7 @@ __device__ __forceinline__ void fb_sums(KdaSmem<kChunkRows>& sm, int L, int k0, 
 #pragma unroll
             for (int b = 0; b < kSumBatch; ++b) {
                 const int o = (p0 + b) * n16 + g16;
-                if (o < total) sm.decay[o / kCols][k0 + o % kCols] = part[b];
+                if (!kGuard || o < total) sm.decay[o / kCols][k0 + o % kCols] = part[b];
             }
     }
 }

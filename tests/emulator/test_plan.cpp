@@ -243,7 +243,7 @@ TEST_CASE("k3's in_proj bands follow the step: past the slices up to 16 rows, ov
     CHECK(!PlanParams::defaults_for(small()).gemv_every_cta);  // the small preset keeps SPEC §4's layout
 }
 
-TEST_CASE("k3's kda task shape follows the step: 32-row chunks while each has a CTA and L >= 2, else one task a head") {
+TEST_CASE("k3's kda task shape follows the step: 32-row chunks, one a CTA from L = 2 or two a CTA from L = 4, else one task a head") {
     Config c = k3();
     auto rows = [&](int R, int L, int blocks) {
         c.R = R, c.L = L;
@@ -253,16 +253,21 @@ TEST_CASE("k3's kda task shape follows the step: 32-row chunks while each has a 
     CHECK(rows(1, 8, 132) == 32);   // L does not change the task count
     CHECK(rows(1, 1, 132) == 128);  // one token: a head on one CTA beats the chunks' hand-offs (kChunkMinL)
     CHECK(rows(2, 4, 132) == 32);   // 96 <= 132
-    CHECK(rows(3, 4, 132) == 128);  // 144 > 132
+    CHECK(rows(3, 4, 132) == 32);   // 144 <= 2 · 132: two a CTA from 4 tokens on (kChunkMinLTwoACta)
+    CHECK(rows(3, 2, 132) == 128);  // two a CTA over 2 tokens: a head is faster
+    CHECK(rows(5, 8, 132) == 32);   // 240
+    CHECK(rows(6, 4, 132) == 128);  // 288 > 2 · 132
+    CHECK(rows(8, 8, 132) == 128);
     CHECK(rows(64, 1, 132) == 128);
     CHECK(rows(2, 2, 96) == 32);    // exactly one CTA each
     CHECK(rows(2, 2, 95) == 128);
+    CHECK(rows(2, 4, 95) == 32);    // two on one CTA, over 4 tokens
     CHECK(rows(2, 1, 96) == 128);   // one token
     CHECK(rows(5, 4, 256) == 32);   // an MI355X-class part
     c.R = 1, c.L = 4;
     CHECK(PlanParams::defaults_for(c).kda_chunk_rows == 32);
     CHECK(Plan::build(c, PlanParams::defaults_for(c)).n_chunks() == 4);
-    c.R = 3;
+    c.R = 6;
     CHECK(PlanParams::defaults_for(c).kda_chunk_rows == 128);
     CHECK(Plan::build(c, PlanParams::defaults_for(c)).n_chunks() == 1);
 }
