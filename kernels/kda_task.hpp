@@ -240,6 +240,16 @@ __device__ bool KdaTask<kChunkRows>::conv(const KdaArgs& a, Ctl& c_, Smem& sm, i
         for (int t = 0; t < k3::kMaxL; ++t)
             xin[j][t] = t < L && i < kOwned ? ld_cg_u16(a.proj + size_t(r * L + t) * k3::N + ch) : 0;
     }
+    // with sibling chunks, f_a for the task's g1 share, in flight with the conv inputs
+    static_assert(k3::F == k3::K, "f_a and the head's q/k share the L·K item mapping");
+    uint16_t fav[kChunks > 1 ? kTokenColsPer : 1];
+    if constexpr (kChunks > 1) {  // braces: with the pragma right after `if constexpr`, nvcc dropped the rest of conv
+#pragma unroll
+        for (int j = 0; j < kTokenColsPer; ++j) {
+            const int it = team.tid + j * team.n, t = it / k3::F, f = it % k3::F;
+            fav[j] = t < L ? ld_cg_u16(a.proj + size_t(r * L + min(t, L - 1)) * k3::N + 4 * k3::E + f) : 0;
+        }
+    }
 #pragma unroll
     for (int j = 0; j < kOwnedPer<kChunkRows>; ++j) {
         const int i = team.tid + j * team.n;
@@ -278,13 +288,6 @@ __device__ bool KdaTask<kChunkRows>::conv(const KdaArgs& a, Ctl& c_, Smem& sm, i
     if constexpr (kChunks > 1) {
         // g1 of the task's share of key columns for every token (#4), handed to the siblings with
         // q/k: each chunk task computes a share instead of the whole head's L·K sums
-        static_assert(k3::F == k3::K, "f_a and the head's q/k share the L·K item mapping");
-        uint16_t fav[kTokenColsPer];
-#pragma unroll
-        for (int j = 0; j < kTokenColsPer; ++j) {
-            const int it = team.tid + j * team.n, t = it / k3::F, f = it % k3::F;
-            fav[j] = t < L ? ld_cg_u16(a.proj + size_t(r * L + min(t, L - 1)) * k3::N + 4 * k3::E + f) : 0;
-        }
 #pragma unroll
         for (int j = 0; j < kTokenColsPer; ++j) {
             const int it = team.tid + j * team.n, t = it / k3::F, f = it % k3::F;
