@@ -40,7 +40,7 @@ int output_index(const std::string& name) {
 
 namespace {
 
-// Memory spaces: the seven mailboxes (Mailbox numbering), then the three hand-off tensors.
+// Memory spaces: the seven mailboxes (Mailbox numbering), then the four hand-off tensors.
 enum Space : int { SP_X = kMailboxCount, SP_PROJ, SP_QKV, SP_G1, SP_COUNT };
 const char* data_name(int sp) { return sp == SP_X ? "x" : sp == SP_PROJ ? "proj" : sp == SP_QKV ? "qkv" : "g1"; }
 
@@ -690,7 +690,6 @@ private:
         out_.core_out.assign(S * size_t(cfg_.E()), bf16{});
         out_.conv_state = in.conv_state;
         out_.ssm_state = in.ssm_state;
-        out_.g1.assign(S * size_t(cfg_.E()), bf16{});
         out_.o.assign(S * size_t(cfg_.E()), bf16{});
         prov_.assign(10, {});
         auto sz = [&](const char* n, size_t count) {
@@ -703,7 +702,6 @@ private:
         sz("core_out", out_.core_out.size());
         sz("conv_state", out_.conv_state.size());
         sz("ssm_state", out_.ssm_state.size());
-        sz("g1", out_.g1.size());
         sz("o", out_.o.size());
     }
     void mark(const char* name, size_t i, int cta) {
