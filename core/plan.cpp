@@ -76,6 +76,17 @@ void PlanParams::validate(const Config& cfg) const {
     need(n_chunks <= blocks, "kda_chunk_rows: V / kda_chunk_rows = " + s(n_chunks) + " exceeds blocks = " + s(blocks));
 }
 
+const char* to_string(HandOff t) {
+    switch (t) {
+        case HandOff::x: return "x";
+        case HandOff::proj: return "proj";
+        case HandOff::qkv: return "qkv";
+        case HandOff::g1: return "g1";
+        case HandOff::count: break;
+    }
+    return "?";
+}
+
 const char* to_string(Role r) {
     switch (r) {
         case Role::attn: return "attn";
@@ -143,6 +154,34 @@ std::string Plan::entry_name(const MailboxRef& e) const {
         case Mailbox::ONRM: return "ONRM[row " + s(i / nc / H) + "][h " + s(i / nc % H) + "][chunk " + s(i % nc) + "]";
         default: return "?";
     }
+}
+
+int Plan::handoff_cols(HandOff t) const {
+    switch (t) {
+        case HandOff::x: return cfg_.D;
+        case HandOff::proj: return cfg_.N;
+        case HandOff::qkv: return cfg_.C;
+        case HandOff::g1: return cfg_.E();
+        case HandOff::count: break;
+    }
+    return 0;
+}
+
+bool Plan::guard_of(HandOff t, int row, int col, MailboxRef& g) const {
+    switch (t) {
+        case HandOff::x: g = xrdy(col / params_.slice_width, attn_part_of_row(row)); return true;
+        case HandOff::proj: g = proj(group_of_col(col)); return true;
+        case HandOff::qkv:
+        case HandOff::g1: {
+            const int E = cfg_.E(), w = col % E;
+            if (t == HandOff::qkv && col >= 2 * E) return false;  // v channels stay within their task
+            if (t == HandOff::g1 && n_chunks_ == 1) return false;  // one task a head makes and reads its g1
+            g = qk(row / cfg_.L, w / cfg_.K, (w % cfg_.K) / qk_share());  // the chunk whose q/k share it is
+            return true;
+        }
+        case HandOff::count: break;
+    }
+    return false;
 }
 
 std::string Plan::describe(const Instr& in) const {

@@ -74,6 +74,11 @@ MONOKDA_HD int attn_rows_begin(int S, int parts, int p) { return p * S / parts; 
 enum class Role : int32_t { attn = 0, gemv = 1, kda = 2 };
 const char* to_string(Role r);
 
+// The intermediate tensors one role hands another through memory (the kernel's hand-off buffers),
+// each guarded by a flagged mailbox (Plan::guard_of).
+enum class HandOff : int { x, proj, qkv, g1, count };
+const char* to_string(HandOff t);  // "x", "proj", "qkv", "g1"
+
 // Instruction opcodes. Operands a, b, c; unused ones are 0.
 enum class Op : int32_t {
     // the three slice instructions: a = slice, b = part (its rows: attn_rows_begin)
@@ -205,6 +210,10 @@ public:
     // Words of one entry: PART 2 (Σv², Σv·wq), WGT nb+2 (e_0..e_nb, Σe), MSQ/ONRM 1, flags 1.
     int words_per_entry(Mailbox m) const;
     std::string entry_name(const MailboxRef& e) const;  // e.g. "PART[row 3][src 4][slice 17]"
+    int handoff_cols(HandOff t) const;  // a row's elements: D, N, C or E
+    // The mailbox entry whose flag guards element (row, col) of a hand-off for the CTAs that read it;
+    // false where the element stays within its kda task (qkv's v rows, g1 of one task a head).
+    bool guard_of(HandOff t, int row, int col, MailboxRef& g) const;
 
     // Instructions.
     const std::vector<Instr>& instrs(int cta) const { return instrs_[size_t(cta)]; }

@@ -271,15 +271,12 @@ std::string describe_element(const Plan& plan, const std::string& t, size_t i) {
 
 // The mailbox entry that carried an element to other CTAs, if any.
 std::string carrier(const Plan& plan, const std::string& t, size_t i) {
-    const Config& c = plan.config();
-    if (t == "x")
-        return plan.entry_name(plan.xrdy(int(i % size_t(c.D)) / plan.params().slice_width, plan.attn_part_of_row(int(i / size_t(c.D)))));
-    if (t == "proj") return plan.entry_name(plan.proj(plan.group_of_col(int(i % size_t(c.N)))));
-    if (t == "qkv") {
-        const int row = int(i / size_t(c.C)), col = int(i % size_t(c.C));
-        if (col >= 2 * c.E()) return "";
-        const int w = col % c.E();
-        return plan.entry_name(plan.qk(row / c.L, w / c.K, (w % c.K) / plan.qk_share()));
+    for (int k = 0; k < int(HandOff::count); ++k) {
+        const HandOff h = HandOff(k);
+        if (t != to_string(h)) continue;
+        const size_t w = size_t(plan.handoff_cols(h));
+        MailboxRef g{Mailbox::count, 0};
+        return plan.guard_of(h, int(i / w), int(i % w), g) ? plan.entry_name(g) : "";
     }
     return "";
 }

@@ -40,9 +40,10 @@ int output_index(const std::string& name) {
 
 namespace {
 
-// Memory spaces: the seven mailboxes (Mailbox numbering), then the four hand-off tensors.
+// Memory spaces: the seven mailboxes (Mailbox numbering), then the hand-off tensors (HandOff order).
 enum Space : int { SP_X = kMailboxCount, SP_PROJ, SP_QKV, SP_G1, SP_COUNT };
-const char* data_name(int sp) { return sp == SP_X ? "x" : sp == SP_PROJ ? "proj" : sp == SP_QKV ? "qkv" : "g1"; }
+static_assert(SP_COUNT - SP_X == int(HandOff::count) && SP_G1 - SP_X == int(HandOff::g1), "a space a hand-off");
+HandOff handoff(int sp) { return HandOff(sp - SP_X); }
 
 enum How : uint8_t { PLAIN = 0, RELEASE = 1, TAGGED = 2 };
 
@@ -103,10 +104,7 @@ public:
         for (int m = 0; m < kMailboxCount; ++m)
             mem_[m].assign(size_t(plan_.entries(Mailbox(m))) * size_t(plan_.words_per_entry(Mailbox(m))), Word{});
         const size_t S = size_t(cfg_.S());
-        mem_[SP_X].assign(S * size_t(cfg_.D), Word{});
-        mem_[SP_PROJ].assign(S * size_t(cfg_.N), Word{});
-        mem_[SP_QKV].assign(S * size_t(cfg_.C), Word{});
-        mem_[SP_G1].assign(S * size_t(cfg_.E()), Word{});
+        for (int sp = SP_X; sp < SP_COUNT; ++sp) mem_[sp].assign(S * size_t(width(sp)), Word{});
         for (int m : {int(Mailbox::XRDY), int(Mailbox::PROJ), int(Mailbox::QK)})
             flag_vc_[m].assign(size_t(plan_.entries(Mailbox(m))), {});
         // places are the launch's CTAs; a with_kda_teams list runs in its CTA's place
@@ -321,21 +319,13 @@ private:
             release ? RELEASE : PLAIN);
     }
 
-    int width(int sp) const { return sp == SP_X ? cfg_.D : sp == SP_PROJ ? cfg_.N : sp == SP_QKV ? cfg_.C : cfg_.E(); }
+    int width(int sp) const { return plan_.handoff_cols(handoff(sp)); }
     std::string data_elem(int sp, size_t i) const {
         const int w = width(sp);
-        return std::string(data_name(sp)) + "[row " + std::to_string(i / size_t(w)) + "][col " + std::to_string(i % size_t(w)) + "]";
+        return std::string(to_string(handoff(sp))) + "[row " + std::to_string(i / size_t(w)) + "][col " + std::to_string(i % size_t(w)) + "]";
     }
     // The mailbox entry that guards a hand-off element (false: private to its task, no guard).
-    bool guard(int sp, int row, int col, MailboxRef& g) const {
-        if (sp == SP_X) { g = plan_.xrdy(col / plan_.params().slice_width, plan_.attn_part_of_row(row)); return true; }
-        if (sp == SP_PROJ) { g = plan_.proj(plan_.group_of_col(col)); return true; }
-        const int E = cfg_.E();
-        if (sp == SP_QKV && col >= 2 * E) return false;  // v channels stay within their task
-        const int within = col % E;  // q, k and g1 columns: the share of the chunk that makes them
-        g = plan_.qk(row / cfg_.L, within / cfg_.K, (within % cfg_.K) / plan_.qk_share());
-        return true;
-    }
+    bool guard(int sp, int row, int col, MailboxRef& g) const { return plan_.guard_of(handoff(sp), row, col, g); }
     std::string producer_name(int sp, size_t i) const {
         MailboxRef g{Mailbox::count, 0};
         if (sp < kMailboxCount) g = {Mailbox(sp), int32_t(i / size_t(plan_.words_per_entry(Mailbox(sp))))};
@@ -1188,7 +1178,7 @@ std::string format_event(const Plan& plan, const Event& e) {
             return s + "store " + plan.entry_name(e.entry) + " tag " + std::to_string(e.tag) + " (" +
                    (e.how == 1 ? "release" : e.how == 2 ? "value+tag" : "plain") + ", visible t=" + std::to_string(e.aux) + ")";
         case EventKind::data:
-            return s + "store " + data_name(SP_X + e.entry.entry) + " cols " +
+            return s + "store " + to_string(HandOff(e.entry.entry)) + " cols " +
                    std::to_string(e.tag) + ".." + std::to_string(int64_t(e.tag) + e.aux - 1) + " (plain)";
         case EventKind::loads: return s + "issue weight loads (retire t=" + std::to_string(e.aux) + ")";
         case EventKind::finish: return s + "finish";

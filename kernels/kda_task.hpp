@@ -86,6 +86,13 @@ constexpr int kMinTeam = 128;
 template <int kChunkRows>
 constexpr int kOwnedPer = (KdaShape<kChunkRows>::kOwned + kMinTeam - 1) / kMinTeam;
 constexpr int kTokenColsPer = k3::kMaxL * k3::K / kMinTeam;
+
+// proj's f_a columns (SPEC §3 B): the first one, its gemv group and their count
+constexpr int kFaCol = 4 * k3::E, kFaGroup = kFaCol / k3::kGroupRows, kFaGroups = k3::F / k3::kGroupRows;
+// f_a[row][f] as raw bf16 bits, read past L1 (another CTA's PROJ)
+__device__ __forceinline__ uint16_t ld_fa(const KdaArgs& a, size_t row, int f) {
+    return ld_cg_u16(a.proj + row * k3::N + kFaCol + f);
+}
 template <int kChunkRows>
 constexpr int kOutPer = (k3::kMaxL * kChunkRows + kMinTeam - 1) / kMinTeam;
 
@@ -226,8 +233,8 @@ __device__ bool KdaTask<kChunkRows>::conv(const KdaArgs& a, Ctl& c_, Smem& sm, i
     static_assert(kShare % k3::kGroupRows == 0 && kChunkRows % k3::kGroupRows == 0,
                   "the owned channels are whole gemv groups");
     // with sibling chunks, the f_a groups too: the task's share of the head's g1 is made here
-    constexpr int kOwnedGroups = kOwned / k3::kGroupRows, kFaGroup = 4 * k3::E / k3::kGroupRows;
-    if (!wait_proj(a, c_, kOwnedGroups + (kChunks > 1 ? k3::F / k3::kGroupRows : 0), [&](int i) {
+    constexpr int kOwnedGroups = kOwned / k3::kGroupRows;
+    if (!wait_proj(a, c_, kOwnedGroups + (kChunks > 1 ? kFaGroups : 0), [&](int i) {
             return i < kOwnedGroups ? owned_channel(i * k3::kGroupRows, h, c) / k3::kGroupRows : kFaGroup + i - kOwnedGroups;
         }, team))
         return false;
@@ -247,7 +254,7 @@ __device__ bool KdaTask<kChunkRows>::conv(const KdaArgs& a, Ctl& c_, Smem& sm, i
 #pragma unroll
         for (int j = 0; j < kTokenColsPer; ++j) {
             const int it = team.tid + j * team.n, t = it / k3::F, f = it % k3::F;
-            fav[j] = t < L ? ld_cg_u16(a.proj + size_t(r * L + min(t, L - 1)) * k3::N + 4 * k3::E + f) : 0;
+            fav[j] = t < L ? ld_fa(a, size_t(r * L + min(t, L - 1)), f) : 0;
         }
     }
 #pragma unroll
@@ -317,9 +324,8 @@ __device__ bool KdaTask<kChunkRows>::rec(const KdaArgs& a, Ctl& c_, Smem& sm, in
                 [&](int i) { return (r * k3::H + h) * kChunks + (i < c ? i : i + 1); }, team))
             return false;
     }
-    constexpr int kFaGroup = 4 * k3::E / k3::kGroupRows, kFaGroups = k3::F / k3::kGroupRows;
     if (!wait_proj(a, c_, kFaGroups + 1, [&](int i) {
-            return i < kFaGroups ? kFaGroup + i : (4 * k3::E + k3::F + h) / k3::kGroupRows;
+            return i < kFaGroups ? kFaGroup + i : (kFaCol + k3::F + h) / k3::kGroupRows;
         }, team))
         return false;
 
@@ -353,10 +359,10 @@ __device__ bool KdaTask<kChunkRows>::rec(const KdaArgs& a, Ctl& c_, Smem& sm, in
             qv[j] = in ? ld_cg_u16(a.qkv + row * k3::C + h * k3::K + k) : 0;
             kv[j] = in ? ld_cg_u16(a.qkv + row * k3::C + k3::E + h * k3::K + k) : 0;
         } else {
-            fgv[j] = in ? ld_cg_u16(a.proj + row * k3::N + 4 * k3::E + k) : 0;
+            fgv[j] = in ? ld_fa(a, row, k) : 0;
         }
     }
-    const uint16_t betav = team.tid < L ? ld_cg_u16(a.proj + size_t(r * L + team.tid) * k3::N + 4 * k3::E + k3::F + h) : 0;
+    const uint16_t betav = team.tid < L ? ld_cg_u16(a.proj + size_t(r * L + team.tid) * k3::N + kFaCol + k3::F + h) : 0;
     async_wait<0>();
 #pragma unroll
     for (int j = 0; j < kTokenColsPer; ++j) {

@@ -97,6 +97,18 @@ TEST_CASE("k3 with one request: 32-row chunks, their QK (q, k, g1 shares) and ON
     bit_for_bit(p, o, {"random", "pct"});
 }
 
+TEST_CASE("k3 with three requests of four tokens: 32-row chunks two a CTA, in two kda teams, bit for bit") {
+    EmulateOptions o;
+    o.fixture.R = 3, o.fixture.L = 4;
+    o.envelope_orders = -1;
+    Prepared p = prepare(o, 1);
+    REQUIRE(p.plan.n_chunks() == 4);  // 144 chunk tasks: two a CTA from kChunkMinLTwoACta tokens on
+    REQUIRE(p.plan.n_kda_tasks() > p.plan.launch_blocks());
+    CHECK(p.plan.kda_cta(0, 0, 0) == p.plan.kda_cta(2, 9, 0));  // task 0 and task 132 share CTA 0
+    o.kda_teams = 2;  // as the NVIDIA kernel runs a CTA's two tasks
+    bit_for_bit(p, o, {"random", "pct"});
+}
+
 TEST_CASE("k3 plain decode (R = L = 1): one kda task a head on the attn CTAs, bit for bit") {
     EmulateOptions o;
     o.fixture.R = 1, o.fixture.L = 1;

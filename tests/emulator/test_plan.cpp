@@ -516,3 +516,27 @@ TEST_CASE("flat serialisation: header, offsets and instruction words round-trip"
     bad[0] = 0;
     CHECK_THROWS_AS(Plan::read_header(bad), BadInput);
 }
+
+TEST_CASE("the guard of a hand-off element: XRDY of its slice and part, PROJ of its group, QK of the chunk that makes it") {
+    Config c = k3();
+    c.R = 3, c.L = 8;  // 24 rows: two attn parts a slice
+    PlanParams pp = PlanParams::k3_for(c, 132);
+    REQUIRE(pp.attn_row_parts == 2);
+    REQUIRE(pp.kda_chunk_rows == 32);
+    const Plan p = Plan::build(c, pp);
+    MailboxRef g{Mailbox::count, 0};
+    CHECK(p.guard_of(HandOff::x, 13, 3 * 128 + 5, g));
+    CHECK(g == p.xrdy(3, 1));
+    CHECK(p.guard_of(HandOff::proj, 0, 40, g));
+    CHECK(g == p.proj(2));
+    const int E = c.E();
+    CHECK(p.guard_of(HandOff::qkv, 9, E + 5 * 128 + 70, g));  // row 9: request 1; k of head 5, column 70: chunk 2
+    CHECK(g == p.qk(1, 5, 2));
+    CHECK(!p.guard_of(HandOff::qkv, 9, 2 * E + 3, g));        // v rows stay in their task
+    CHECK(p.guard_of(HandOff::g1, 17, 7 * 128 + 127, g));     // request 2, head 7, column 127: chunk 3
+    CHECK(g == p.qk(2, 7, 3));
+    pp.kda_chunk_rows = 128;
+    CHECK(!Plan::build(c, pp).guard_of(HandOff::g1, 17, 7 * 128 + 127, g));  // one task a head keeps its g1
+    CHECK(p.handoff_cols(HandOff::g1) == E);
+    CHECK(std::string(to_string(HandOff::g1)) == "g1");
+}
