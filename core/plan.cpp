@@ -324,7 +324,7 @@ void Plan::derive_one(const Instr& in, std::vector<Wait>& w, std::vector<Mailbox
             if (!task_ok()) break;
             for (int cc = 0; cc < n_chunks_; ++cc)
                 if (cc != in.c) w.push_back({qk(in.a, in.b, cc), 0});
-            add_groups(w, 0, *this, c.col_fa(), c.F, seen);
+            if (n_chunks_ == 1) add_groups(w, 0, *this, c.col_fa(), c.F, seen);  // f_a (with chunks: KDA_CONV's, g1 through QK)
             add_groups(w, 0, *this, c.col_beta() + in.b, 1, seen);
             for (int t = 0; t < c.L; ++t) pr.push_back(onrm(in.a * c.L + t, in.b, in.c));
             break;

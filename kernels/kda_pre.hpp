@@ -50,8 +50,8 @@ struct View {
 // Every tensor of one launch (SPEC §2). prefix/delta/prefix_out rows and blocks rows/bank rows may
 // be strided; conv_state and ssm_state slots may be strided (vLLM packs both states of a slot in one
 // page); everything else is contiguous. x, proj, qkv and g1 are the kernel's hand-off buffers and
-// always needed (the chunk tasks of a head hand each other their shares of g1); g1 is whole and o
-// written only when the launch exports its hand-offs (teacher forcing).
+// always needed (the chunk tasks of a head hand each other their shares of g1); o, and g1 where one
+// task makes a whole head, are written only when the launch exports its hand-offs (teacher forcing).
 struct KdaTensors {
     View prefix, delta, blocks, res_norm_w, res_proj_w, input_norm_w, in_proj_w, f_b_w, conv_w, A_log, dt_bias,
         o_norm_w, conv_state, ssm_state, state_indices, num_accepted;

@@ -324,8 +324,10 @@ __device__ bool KdaTask<kChunkRows>::rec(const KdaArgs& a, Ctl& c_, Smem& sm, in
                 [&](int i) { return (r * k3::H + h) * kChunks + (i < c ? i : i + 1); }, team))
             return false;
     }
-    if (!wait_proj(a, c_, kFaGroups + 1, [&](int i) {
-            return i < kFaGroups ? kFaGroup + i : (kFaCol + k3::F + h) / k3::kGroupRows;
+    // beta's group, and f_a's with one task a head (with chunks KDA_CONV waited for f_a: g1 came through QK)
+    constexpr int kFaWaits = kChunks > 1 ? 0 : kFaGroups;
+    if (!wait_proj(a, c_, kFaWaits + 1, [&](int i) {
+            return i < kFaWaits ? kFaGroup + i : (kFaCol + k3::F + h) / k3::kGroupRows;
         }, team))
         return false;
 

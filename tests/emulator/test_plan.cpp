@@ -272,15 +272,15 @@ TEST_CASE("k3's kda task shape follows the step: 32-row chunks, one a CTA from L
     CHECK(Plan::build(c, PlanParams::defaults_for(c)).n_chunks() == 1);
 }
 
-TEST_CASE("with sibling chunks KDA_CONV waits for the f_a groups (it makes the task's share of g1), with one task a head it does not") {
-    auto conv_waits_fa = [](int chunk_rows) {
+TEST_CASE("the f_a groups are waited for once a task: by KDA_CONV with sibling chunks (it makes the g1 share), by KDA_REC with one task a head") {
+    auto waits_fa = [](int chunk_rows, Op op) {
         PlanParams pp = PlanParams::preset("k3");
         pp.kda_chunk_rows = chunk_rows;
         const Config c = k3();
         const Plan p = Plan::build(c, pp);
         const int cta = p.kda_cta(1, 5, 0);
         for (int i = 0; i < int(p.instrs(cta).size()); ++i) {
-            if (p.instrs(cta)[size_t(i)].opcode() != Op::KDA_CONV) continue;
+            if (p.instrs(cta)[size_t(i)].opcode() != op) continue;
             int fa = 0;
             for (const Plan::Wait& w : p.waits(cta, i))
                 for (int col = c.col_fa(); col < c.col_fa() + c.F; col += 16) fa += w.entry == p.proj(p.group_of_col(col));
@@ -288,9 +288,12 @@ TEST_CASE("with sibling chunks KDA_CONV waits for the f_a groups (it makes the t
         }
         return -1;
     };
-    CHECK(conv_waits_fa(32) == 128 / 16);
-    CHECK(conv_waits_fa(16) == 128 / 16);
-    CHECK(conv_waits_fa(128) == 0);
+    for (int rows : {16, 32}) {
+        CHECK(waits_fa(rows, Op::KDA_CONV) == 128 / 16);
+        CHECK(waits_fa(rows, Op::KDA_REC) == 0);
+    }
+    CHECK(waits_fa(128, Op::KDA_CONV) == 0);
+    CHECK(waits_fa(128, Op::KDA_REC) == 128 / 16);
 }
 
 TEST_CASE("the plan's reduction order splits D-sums by slice and the output norm by chunk") {
