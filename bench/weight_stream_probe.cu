@@ -10,7 +10,9 @@
 // products, its x copies, its sleeping wait; and the same stream placed as kda_pre places its gemv
 // CTAs (indices 56..131 of a 132-CTA grid) against indices 0..75 and every other index: to find
 // what slowed the stream inside kda_pre (the products: 3.18 -> 1.25 TB/s, 2026-11-30-h200-ncu-gemv.md).
-// Usage: monokda-stream-probe [REPS] [kernel-parts]
+// `monokda-stream-probe REPS per-cta` times one CTA's stream against the number of CTAs streaming
+// (stream_band below).
+// Usage: monokda-stream-probe [REPS] [kernel-parts | per-cta]
 #include "kernels/vendor/gpu.hpp"  // the copy-engine, cp.async and matrix-unit shims the kernel uses
 #include "kernels/kda_args.hpp"   // the production shape (k3) and the kernel's block size
 #include "kernels/vendor/tensor_map.hpp"
@@ -148,6 +150,48 @@ __global__ void __launch_bounds__(kThreads, 1) stream(const __grid_constant__ CU
     if (acc == 0x12345678u) sink[0] = acc;  // keeps the reads
 }
 
+// `per-cta` mode: `ctas` CTAs each stream `passes` bands of G groups the way the kernel's pass
+// does (one tall box of 16·G rows × 64 columns, 4 boxes a 256-column step, `ahead` steps in flight,
+// evict-first), band (offset + (p·ctas + me)·G) mod (kGroups − G), nothing else: how fast one CTA
+// streams when few CTAs do and DRAM is far from its rate.
+struct BandRun {
+    int ctas, G, ahead, passes, offset;
+};
+
+__global__ void __launch_bounds__(kThreads, 1) stream_band(const __grid_constant__ CUtensorMap tall_map, BandRun v,
+                                                           uint32_t* sink) {
+    extern __shared__ unsigned char raw[];
+    unsigned char* base = raw + ((1024u - (smem_u32(raw) & 1023u)) & 1023u);
+    __shared__ uint64_t full[8];
+    const int me = int(blockIdx.x), chunks = D / 256, steps = chunks * v.passes, stages = v.ahead + 1;
+    const uint32_t stage_bytes = uint32_t(v.G * 4 * kBoxBytes);
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < stages; ++s) mbar_init(&full[s], 1);
+        mbar_init_fence();
+    }
+    __syncthreads();
+    auto issue = [&](int q) {  // thread 0: step q's four boxes
+        const int s = q % stages, p = q / chunks, ch = q % chunks;
+        const int g0 = (v.offset + (p * v.ctas + me) * v.G) % (kGroups - v.G);
+        mbar_arrive_expect(&full[s], stage_bytes);
+        for (int b = 0; b < 4; ++b)
+            bulk_tensor_2d(base + size_t(s) * stage_bytes + size_t(b) * v.G * kBoxBytes, &tall_map, (ch * 4 + b) * kBoxCols,
+                           g0 * kGroupRows, &full[s], l2_policy(true));
+    };
+    if (threadIdx.x == 0)
+        for (int q = 0; q < min(v.ahead, steps); ++q) issue(q);
+    uint32_t acc = 0;
+    for (int q = 0; q < steps; ++q) {
+        const int s = q % stages;
+        while (!mbar_try_wait(&full[s], uint32_t(q / stages) & 1u)) {
+        }
+        acc += reinterpret_cast<const uint32_t*>(base + size_t(s) * stage_bytes)[threadIdx.x];
+        __syncthreads();  // every thread is done with step q - 1's stage, the one step q + ahead refills
+        if (threadIdx.x == 0 && q + v.ahead < steps) issue(q + v.ahead);
+    }
+    if (acc == 0x12345678u) sink[0] = acc;
+}
+
 void check(cudaError_t e, const char* what) {
     if (e != cudaSuccess) {
         fprintf(stderr, "stream-probe: %s: %s\n", what, cudaGetErrorString(e));
@@ -224,6 +268,39 @@ int main(int argc, char** argv) {
     cudaEvent_t e0, e1;
     check(cudaEventCreate(&e0), "event");
     check(cudaEventCreate(&e1), "event");
+    if (argc > 2 && std::string(argv[2]) == "per-cta") {
+        check(cudaFuncSetAttribute(stream_band, cudaFuncAttributeMaxDynamicSharedMemorySize, 227 * 1024 - 1024), "smem");
+        printf("| CTAs | groups a CTA | stages in flight | bands a CTA | µs a launch (median of %d) | µs a step | GB/s a CTA | TB/s in all |\n", reps);
+        printf("|---|---|---|---|---|---|---|---|\n");
+        for (int ctas : {1, 2, 4, 8, 16, 33, 50, 66, 132})
+            for (int ahead : {2, 3}) {
+                // four bands a CTA below 33 CTAs, three from 33 on (there the later bands wrap round onto rows
+                // read ~90 MB earlier, which evict-first L2 no longer holds): steady steps, not a ramp
+                const int G = ctas > 66 ? 3 : 6, passes = ctas < 33 ? 4 : 3;
+                const size_t smem = size_t(ahead + 1) * G * 4 * kBoxBytes + 1024;
+                std::vector<float> t;
+                int offset = 0;
+                for (int r = 0; r < reps + 2; ++r) {
+                    check(cudaEventRecord(e0), "record");
+                    for (int i = 0; i < kSets; ++i) {  // a new stretch of the weight every launch: nothing from L2
+                        stream_band<<<ctas, kThreads, smem>>>(tall[G][size_t(i)], BandRun{ctas, G, ahead, passes, offset}, sink);
+                        offset = (offset + ctas * passes * G) % (kGroups - G);
+                    }
+                    check(cudaEventRecord(e1), "record");
+                    check(cudaEventSynchronize(e1), "sync");
+                    float ms = 0;
+                    check(cudaEventElapsedTime(&ms, e0, e1), "elapsed");
+                    if (r >= 2) t.push_back(ms * 1000.0f / kSets);
+                }
+                check(cudaGetLastError(), "launch");
+                std::sort(t.begin(), t.end());
+                const float us = t[t.size() / 2];
+                const double cta_bytes = double(passes) * G * kGroupRows * D * 2;
+                printf("| %d | %d | %d | %d | %.1f | %.3f | %.1f | %.2f |\n", ctas, G, ahead, passes, us, us / (passes * (D / 256)),
+                       cta_bytes / (us * 1e-6) / 1e9, cta_bytes * ctas / (us * 1e-6) / 1e12);
+            }
+        return 0;
+    }
     printf("| CTAs | groups a CTA | boxes | columns a stage | stages in flight | KB in flight a CTA | also | µs (median of %d) | TB/s |\n", reps);
     printf("|---|---|---|---|---|---|---|---|---|\n");
     for (const Variant& v : vs) {
