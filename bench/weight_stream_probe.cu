@@ -199,11 +199,31 @@ void check(cudaError_t e, const char* what) {
     }
 }
 
+constexpr int kSets = 4;  // weight copies rotated, so that L2 never holds the one being read
+
+// The median (over reps, after two warm-ups) of one launch's time, each sample a group of kSets
+// launches (launch_set issues them) over kSets.
+template <class LaunchSet>
+float median_launch_us(int reps, cudaEvent_t e0, cudaEvent_t e1, LaunchSet launch_set) {
+    std::vector<float> t;
+    for (int r = 0; r < reps + 2; ++r) {
+        check(cudaEventRecord(e0), "record");
+        launch_set();
+        check(cudaEventRecord(e1), "record");
+        check(cudaEventSynchronize(e1), "sync");
+        float ms = 0;
+        check(cudaEventElapsedTime(&ms, e0, e1), "elapsed");
+        if (r >= 2) t.push_back(ms * 1000.0f / kSets);
+    }
+    check(cudaGetLastError(), "launch");
+    std::sort(t.begin(), t.end());
+    return t[t.size() / 2];
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     const int reps = argc > 1 ? atoi(argv[1]) : 30;
-    constexpr int kSets = 4;
     const size_t bytes = size_t(N) * D * 2;
     std::vector<void*> w(kSets);
     std::vector<CUtensorMap> maps(kSets);
@@ -278,23 +298,13 @@ int main(int argc, char** argv) {
                 // read ~90 MB earlier, which evict-first L2 no longer holds): steady steps, not a ramp
                 const int G = ctas > 66 ? 3 : 6, passes = ctas < 33 ? 4 : 3;
                 const size_t smem = size_t(ahead + 1) * G * 4 * kBoxBytes + 1024;
-                std::vector<float> t;
                 int offset = 0;
-                for (int r = 0; r < reps + 2; ++r) {
-                    check(cudaEventRecord(e0), "record");
+                const float us = median_launch_us(reps, e0, e1, [&] {
                     for (int i = 0; i < kSets; ++i) {  // a new stretch of the weight every launch: nothing from L2
                         stream_band<<<ctas, kThreads, smem>>>(tall[G][size_t(i)], BandRun{ctas, G, ahead, passes, offset}, sink);
                         offset = (offset + ctas * passes * G) % (kGroups - G);
                     }
-                    check(cudaEventRecord(e1), "record");
-                    check(cudaEventSynchronize(e1), "sync");
-                    float ms = 0;
-                    check(cudaEventElapsedTime(&ms, e0, e1), "elapsed");
-                    if (r >= 2) t.push_back(ms * 1000.0f / kSets);
-                }
-                check(cudaGetLastError(), "launch");
-                std::sort(t.begin(), t.end());
-                const float us = t[t.size() / 2];
+                });
                 const double cta_bytes = double(passes) * G * kGroupRows * D * 2;
                 printf("| %d | %d | %d | %d | %.1f | %.3f | %.1f | %.2f |\n", ctas, G, ahead, passes, us, us / (passes * (D / 256)),
                        cta_bytes / (us * 1e-6) / 1e9, cta_bytes * ctas / (us * 1e-6) / 1e12);
@@ -308,20 +318,10 @@ int main(int argc, char** argv) {
         if (G * v.ctas < kGroups) continue;  // would not cover the weight
         const size_t smem =
             size_t(v.ahead + 1) * (v.tall ? v.tall_groups : G) * v.boxes * kBoxBytes + 1024 + (v.x_rows || v.mma_tiles ? kXBytes : 0);
-        std::vector<float> t;
-        for (int r = 0; r < reps + 2; ++r) {
-            check(cudaEventRecord(e0), "record");
+        const float us = median_launch_us(reps, e0, e1, [&] {
             for (int i = 0; i < kSets; ++i)  // the tall map whose box is the variant's band
                 stream<<<v.grid ? v.grid : v.ctas, kThreads, smem>>>(maps[i], tall[v.tall_groups][size_t(i)], v, xbuf, sink);
-            check(cudaEventRecord(e1), "record");
-            check(cudaEventSynchronize(e1), "sync");
-            float ms = 0;
-            check(cudaEventElapsedTime(&ms, e0, e1), "elapsed");
-            if (r >= 2) t.push_back(ms * 1000.0f / kSets);
-        }
-        check(cudaGetLastError(), "launch");
-        std::sort(t.begin(), t.end());
-        const float us = t[t.size() / 2];
+        });
         char also[96];
         char where[48] = "";
         if (v.grid) snprintf(where, sizeof where, "CTAs %d+%d·j of %d; ", v.first, v.stride, v.grid);
