@@ -29,7 +29,14 @@ PlanParams PlanParams::k3_for(const Config& cfg, int blocks) {
     p.kda_chunk_rows = k3_chunk_rows(cfg, blocks);
     p.gemv_every_cta = cfg.S() >= kSpreadGemvMinS;
     if (p.gemv_every_cta && cfg.D / p.slice_width * kSplitAttnRowParts < blocks) p.attn_row_parts = kSplitAttnRowParts;
+    p.interleave_ctas = k3_interleave(cfg, p);
     return p;
+}
+
+bool PlanParams::k3_interleave(const Config& cfg, const PlanParams& p) {
+    const int64_t attn_ctas = int64_t(cfg.D / p.slice_width) * p.attn_row_parts;
+    const int64_t tasks = int64_t(cfg.R) * cfg.H * (cfg.V / p.kda_chunk_rows);
+    return !p.gemv_every_cta && 2 * attn_ctas <= p.blocks && tasks > attn_ctas && tasks <= p.blocks;
 }
 
 GemvBands parse_gemv_bands(const std::string& s) {
@@ -74,6 +81,9 @@ void PlanParams::validate(const Config& cfg) const {
                                     " chunks of a head must split K = " + s(cfg.K) + " q/k channels evenly");
     // sibling chunks of one (request, head) wait for each other; they must not queue behind each other
     need(n_chunks <= blocks, "kda_chunk_rows: V / kda_chunk_rows = " + s(n_chunks) + " exceeds blocks = " + s(blocks));
+    need(!interleave_ctas || 2 * int64_t(n_attn) * attn_row_parts <= blocks,
+         "interleave_ctas needs at least twice the attn CTAs (" + s(int64_t(n_attn) * attn_row_parts) + ") in blocks (got " +
+             s(blocks) + ")");
 }
 
 const char* to_string(HandOff t) {
@@ -241,6 +251,14 @@ Plan Plan::build(const Config& cfg, const PlanParams& params) {
                 for (Op op : {Op::KDA_LOAD, Op::KDA_CONV, Op::KDA_REC, Op::KDA_NORM})
                     l.push_back({int32_t(op), r, h, c});
             }
+    const int B = params.blocks, A = p.n_attn_ctas();
+    p.list_at_.resize(size_t(B));
+    p.launch_cta_.resize(size_t(B));
+    for (int list = 0; list < B; ++list) {
+        const int b = !params.interleave_ctas ? list : list < A ? 2 * list : list < 2 * A ? 2 * (list - A) + 1 : list;
+        p.list_at_[size_t(b)] = list;
+        p.launch_cta_[size_t(list)] = b;
+    }
     p.derive();
     return p;
 }
@@ -413,12 +431,13 @@ int Plan::finishing_ctas(int resident) const {
     for (int m = 0; m < kMailboxCount; ++m) done[size_t(m)].assign(size_t(entries_[m]), 0);
     std::vector<size_t> pc(size_t(B), 0), wc(size_t(B), 0);  // instruction, and next wait within it
     std::vector<int> running, open(size_t(P), 0);             // lists running; lists of a place not finished
-    int next = 0, held = 0, finished = 0;
+    int next = 0, held = 0, finished = 0;  // next: the launch CTA to start
     auto admit = [&]() {
         while (held < resident && next < P) {
-            const std::vector<int> l = lists_of(next);
+            const int list = list_at(next++);
+            const std::vector<int> l = lists_of(list);
             running.insert(running.end(), l.begin(), l.end());
-            open[size_t(next++)] = int(l.size());
+            open[size_t(list)] = int(l.size());
             ++held;
         }
     };
@@ -492,11 +511,11 @@ std::vector<int32_t> Plan::serialize() const {
     size_t at = size_t(hw);
     for (int m = 0; m < kMailboxCount; ++m) w[at++] = entries_[m];
     for (int m = 0; m < kMailboxCount; ++m) w[at++] = words_per_entry(Mailbox(m));
-    int begin = 0;
-    for (const auto& l : instrs_) { w[at++] = begin; begin += int(l.size()); }
+    int begin = 0;  // launch CTA b's list at cta_begin[b]
+    for (int b = 0; b < blocks(); ++b) { w[at++] = begin; begin += int(instrs_[size_t(list_at(b))].size()); }
     w[at++] = begin;
-    for (const auto& l : instrs_)
-        for (const Instr& in : l) { w[at++] = in.op; w[at++] = in.a; w[at++] = in.b; w[at++] = in.c; }
+    for (int b = 0; b < blocks(); ++b)
+        for (const Instr& in : instrs_[size_t(list_at(b))]) { w[at++] = in.op; w[at++] = in.a; w[at++] = in.b; w[at++] = in.c; }
     return w;
 }
 

@@ -25,6 +25,11 @@ struct PlanParams {
     // the slice's ATTN_PART, ATTN_MIX and ATTN_X on its rows only. Every sum is still within one
     // slice and one row, so the results do not change; the latency-bound attn loops get more SMs.
     int attn_row_parts = 1;
+    // Where the lists go in the launch: launch CTA 2c runs attn list c and launch CTA 2c + 1 list
+    // n_attn_ctas + c (c < n_attn_ctas), the rest in order, instead of list b on launch CTA b. The H200
+    // puts launch CTAs 2k and 2k + 1 on the two SMs of one TPC, so each band CTA then shares its TPC
+    // with an attn CTA instead of another band CTA (Plan::list_at; the lists themselves do not change).
+    bool interleave_ctas = false;
 
     // "k3": {132, 128, 16, 128} (one kda task a head; k3_for picks the rows for a step). "small":
     // {24, 16, 16, 8}: 16 attn slices and 4 chunks a head, so a small config still exercises many
@@ -56,6 +61,13 @@ struct PlanParams {
     // k3's attn role from the same rows on: two row halves a slice (attn_row_parts 2) on 112 CTAs,
     // where every CTA takes in_proj bands after its attn instructions anyway.
     static constexpr int kSplitAttnRowParts = 2;
+    // k3's placement (interleave_ctas): where the bands are SPEC §4's and the kda tasks, one round of
+    // them, reach past the attn CTAs onto band CTAs (n_attn_ctas < tasks <= blocks). Measured on the
+    // H200 (docs/performance.md, "CTA placement"): 1.6–4.1 µs faster at 2×2, 2×4, 2×8 and 8×1, where
+    // band CTAs run kda tasks after their pass (a band stream alone on its TPC takes ~5 % shorter steps);
+    // 0.4–0.9 µs slower where every kda task sits on an attn CTA (its TPC partner's weight copies then
+    // slow the attn role), and the same within 0.2 µs where the tasks take more than one round.
+    static bool k3_interleave(const Config& cfg, const PlanParams& p);
     // BadInput naming the field ("plan: blocks ...") when the plan cannot be built for cfg.
     void validate(const Config& cfg) const;
 };
@@ -153,7 +165,7 @@ struct PlanHeader {
 // the word where cta_begin starts (after the header and the two mailbox tables)
 constexpr int kPlanCtaBeginWord = int(sizeof(PlanHeader) / 4) + 2 * kMailboxCount;
 constexpr int32_t kPlanMagic = 0x4c504b4d;  // "MKPL"
-constexpr int32_t kPlanVersion = 2;  // 2: attn_row_parts, the slice instructions' part operand
+constexpr int32_t kPlanVersion = 3;  // 2: attn_row_parts, the slice instructions' part operand; 3: lists in launch order
 
 class Plan {
 public:
@@ -164,6 +176,11 @@ public:
     const PlanParams& params() const { return params_; }
     int blocks() const { return params_.blocks + int(team_parent_.size()); }  // lists (with_kda_teams: more than the launch's)
     int launch_blocks() const { return params_.blocks; }
+    // The list launch CTA b runs (PlanParams::interleave_ctas; else b), and the launch CTA of a list.
+    // Everything else in the plan, the emulator included, names a list as "CTA n"; the device's
+    // lists are in launch order (serialize()), and CTAs start in launch order (min_residency).
+    int list_at(int launch_cta) const { return list_at_[size_t(launch_cta)]; }
+    int launch_cta_of(int list) const { return launch_cta_[size_t(list)]; }
     int n_attn() const { return n_attn_; }      // attn slices (D / slice_width): the reductions' split
     int attn_parts() const { return params_.attn_row_parts; }
     int n_attn_ctas() const { return n_attn_ * attn_parts(); }  // attn CTAs 0..n_attn_ctas-1
@@ -246,7 +263,7 @@ public:
     // every waited entry has one, no CTA waits for an entry it produces itself, and with every CTA
     // resident the lists run to completion (no circular wait).
     std::vector<std::string> structural_problems() const;
-    // The fewest co-resident CTAs with which the lists complete when CTAs start in index order and
+    // The fewest co-resident CTAs with which the lists complete when CTAs start in launch order and
     // a CTA's place frees only when it finishes (as a launch shares the GPU); launch_blocks+1 if
     // none. A with_kda_teams list runs in its CTA's place (lists_of), as a team does.
     int min_residency() const;
@@ -291,6 +308,7 @@ private:
     std::vector<std::vector<Producer>> producer_;  // per mailbox, per entry; {-1,-1}: none; {-2,..}: several
     std::vector<std::string> derive_problems_;
     std::vector<int32_t> team_parent_;  // with_kda_teams: the launch CTA of each appended list
+    std::vector<int32_t> list_at_, launch_cta_;  // launch CTA -> list and back (launch_blocks entries)
 };
 
 }  // namespace monokda

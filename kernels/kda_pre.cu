@@ -512,7 +512,7 @@ void KdaLauncher::check(void* stream) {
         for (int b = 0; b < impl_->plan.blocks(); ++b) t0 = std::min(t0, t[size_t(b) * kTraceWords]);
         if (FILE* f = std::fopen(impl_->trace_path.c_str(), "a")) {
             for (int b = 0; b < impl_->plan.blocks(); ++b) {
-                std::fprintf(f, "cta %d", b);
+                std::fprintf(f, "cta %d", impl_->plan.list_at(b));  // the plan's name for it; sm= says where it ran
                 for (int k = 0; k < kTraceWords; ++k) {
                     const uint64_t v = t[size_t(b) * kTraceWords + k];
                     if (k == kTraceWords - 3) std::fprintf(f, " sm=%lld", (long long)v - 1);  // the SM id word
@@ -541,11 +541,12 @@ void KdaLauncher::check(void* stream) {
             bad_input("num_accepted[" + ss(e.detail0) + "] = " + ss(int32_t(e.detail1)) + " is outside 1..L = 1.." +
                       ss(L) + " (found on the device; nothing was written)");
         case kErrTimeout: {
-            std::string where = "CTA " + ss(e.cta);
-            const int begin = impl_->words[size_t(kPlanCtaBeginWord) + e.cta];
-            const int local = int(e.instr) - begin;
-            if (e.cta < uint32_t(p.blocks()) && local >= 0 && local < int(p.instrs(int(e.cta)).size()))
-                where += " " + p.describe(p.instrs(int(e.cta))[size_t(local)]);
+            std::string where = "launch CTA " + ss(e.cta);
+            if (e.cta < uint32_t(p.blocks())) {  // the plan's list, as the emulator names it
+                const int list = p.list_at(int(e.cta)), local = int(e.instr) - impl_->words[size_t(kPlanCtaBeginWord) + e.cta];
+                where = "CTA " + ss(list) + (list != int(e.cta) ? " (launch CTA " + ss(e.cta) + ")" : "");
+                if (local >= 0 && local < int(p.instrs(list).size())) where += " " + p.describe(p.instrs(list)[size_t(local)]);
+            }
             std::string what = e.box < uint32_t(kMailboxCount) && int(e.entry) < p.entries(Mailbox(e.box))
                                    ? p.entry_name({Mailbox(e.box), int32_t(e.entry)})
                                : e.box == kBoxWeightCopy
@@ -555,7 +556,7 @@ void KdaLauncher::check(void* stream) {
                            ss(impl_->opt.poll_timeout_ms) + " ms (epoch " + ss(e.epoch) + ")");
         }
         case kErrBadOpcode:
-            throw GpuError("kda_pre: CTA " + ss(e.cta) + " met unknown opcode " + ss(int32_t(e.detail0)));
+            throw GpuError("kda_pre: launch CTA " + ss(e.cta) + " met unknown opcode " + ss(int32_t(e.detail0)));
         case kErrGrid:
             throw GpuError("kda_pre: launched with " + ss(e.detail0) + " CTAs, the plan has " + ss(p.blocks()));
         default: throw GpuError("kda_pre: unknown error code " + ss(e.code));

@@ -486,6 +486,67 @@ TEST_CASE("the structural checker fires on planted plan bugs") {
     }
 }
 
+TEST_CASE("k3 placement: a band CTA shares its TPC with an attn CTA where one round of kda tasks reaches the band CTAs") {
+    // 56 attn CTAs, bands past them up to 16 rows; R·12 head tasks or R·48 chunk tasks, task t on CTA t
+    struct Shape { int R, L; bool interleave; };
+    for (const Shape sh : {Shape{2, 4, true},    // 96 chunk tasks: 40 on band CTAs
+                           Shape{8, 1, true},    // 96 head tasks
+                           Shape{1, 1, false},   // 12: all on attn CTAs
+                           Shape{1, 4, false},   // 48 chunk tasks
+                           Shape{4, 2, false},   // 48 head tasks
+                           Shape{4, 4, false},   // 192 chunk tasks, two a CTA: more than one round
+                           Shape{3, 8, false}}) {  // 24 rows: bands over every CTA, 112 attn CTAs
+        Config c = k3();
+        c.R = sh.R, c.L = sh.L, c.slots = c.S() + 1;
+        CAPTURE(sh.R);
+        CAPTURE(sh.L);
+        CHECK(PlanParams::k3_for(c, 132).interleave_ctas == sh.interleave);
+    }
+    const Plan p = Plan::build(k3(), PlanParams::k3_for(k3(), 132));
+    REQUIRE(p.params().interleave_ctas);
+    check_structure(p);
+    std::set<int> lists;
+    for (int b = 0; b < 132; ++b) {
+        CAPTURE(b);
+        const int want = b >= 112 ? b : b % 2 == 0 ? b / 2 : 56 + b / 2;  // attn list c on 2c, band list 56 + c on 2c + 1
+        CHECK(p.list_at(b) == want);
+        CHECK(p.launch_cta_of(p.list_at(b)) == b);
+        lists.insert(p.list_at(b));
+        CHECK(p.first_role(p.list_at(b)) == (b < 112 && b % 2 == 0 ? Role::attn : Role::gemv));
+    }
+    CHECK(lists.size() == 132);
+    // the device gets the lists in launch order
+    const std::vector<int32_t> w = p.serialize();
+    const int32_t* begin = &w[sizeof(PlanHeader) / 4 + 2 * kMailboxCount];
+    const int32_t* words = begin + 133;
+    for (int b = 0; b < 132; ++b) {
+        const auto& l = p.instrs(p.list_at(b));
+        REQUIRE(begin[b + 1] - begin[b] == int(l.size()));
+        for (size_t i = 0; i < l.size(); ++i) CHECK(words[4 * (begin[b] + int(i))] == l[i].op);
+    }
+    // residency in launch order: at one token the 12 head tasks sit on attn lists 0..11. In index order the
+    // 56 attn CTAs are enough (the "one kda task a head" case above). Interleaved, attn list 55 starts as
+    // launch CTA 110, and no list finishes before every attn list has run ATTN_PART (each gate waits for all
+    // 56 slices): 111 places. With 111, attn lists 12..55 end after ATTN_X and free the places of the bands
+    // past launch CTA 110, whose PROJ groups the head tasks wait for.
+    Config one = k3();
+    one.R = 1, one.L = 1, one.slots = 2;
+    PlanParams pp = PlanParams::k3_for(one, 132);
+    REQUIRE_FALSE(pp.interleave_ctas);
+    CHECK(Plan::build(one, pp).min_residency() == 56);
+    pp.interleave_ctas = true;
+    const Plan q = Plan::build(one, pp);
+    CHECK(q.min_residency() == 2 * 56 - 1);
+    CHECK(q.finishing_ctas(2 * 56 - 2) < 132);
+    // two attn parts a slice leave too few CTAs to pair every attn CTA with another
+    Config rows24 = k3();
+    rows24.R = 3, rows24.L = 8, rows24.slots = rows24.S() + 1;
+    PlanParams bad = PlanParams::k3_for(rows24, 132);
+    REQUIRE(bad.attn_row_parts == 2);
+    bad.interleave_ctas = true;
+    CHECK_THROWS_WITH_AS(Plan::build(rows24, bad), doctest::Contains("interleave_ctas"), BadInput);
+}
+
 TEST_CASE("flat serialisation: header, offsets and instruction words round-trip") {
     Plan p = Plan::build(k3(), PlanParams::preset("k3"));
     std::vector<int32_t> w = p.serialize();
