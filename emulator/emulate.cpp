@@ -391,7 +391,7 @@ EmulateResult emulate(Prepared& prep, const EmulateOptions& o) {
                           : "");
     auto probs = plan.structural_problems();
     r += probs.empty() ? "structure sound" : std::to_string(probs.size()) + " structural problem(s), first: " + probs[0];
-    r += "; needs " + std::to_string(need) + " co-resident CTAs (admitted in index order)\n";
+    r += "; needs " + std::to_string(need) + " co-resident CTAs (admitted in launch order)\n";
     r += "run: schedule " + o.schedule.str() + " seed " + std::to_string(o.schedule.seed) + ", resident " +
          std::to_string(res.resident) + ", steps " + std::to_string(res.steps) + " (epochs";
     for (uint32_t e : res.run.epochs) r += " " + std::to_string(e);

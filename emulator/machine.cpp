@@ -245,11 +245,11 @@ private:
         return g;
     }
 
-    // Gives the next CTA a place (with its team lists); lists with nothing to do finish at once, and
-    // a place whose lists all did passes on.
+    // Gives the next CTA in launch order (Plan::list_at) a place, with its team lists; lists with
+    // nothing to do finish at once, and a place whose lists all did passes on.
     void admit() {
         while (next_admit_ < P_) {
-            const int p = next_admit_++;
+            const int p = plan_.list_at(next_admit_++);
             const std::vector<int> lists = plan_.lists_of(p);
             open_[size_t(p)] = int(lists.size());
             for (int id : lists) {

@@ -36,7 +36,7 @@ const char* to_string(Verdict v);
 
 struct MachineOptions {
     Schedule schedule;
-    int resident = 0;                 // co-resident CTAs, admitted in index order; 0: all
+    int resident = 0;                 // co-resident CTAs, admitted in launch order (Plan::list_at); 0: all
     bool amd_in_order_loads = false;  // a poll's load retires behind every earlier load of its CTA
     Fault fault = Fault::none;        // kernel-body faults (plan faults are applied to the plan)
     uint32_t epoch_start = 1;         // the launcher's epoch counter at step 0 (skips 0 when it wraps)

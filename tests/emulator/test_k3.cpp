@@ -56,6 +56,26 @@ TEST_CASE("k3 default run") {
     CHECK(contains(f.run.detail, "CTA 1 (attn) ATTN_X(slice 1) has passed that instruction"));
 }
 
+TEST_CASE("k3 default run: CTAs become resident in the plan's launch order (interleaved at 2x4)") {
+    EmulateOptions o;
+    Prepared p = prepare(o, 1);
+    REQUIRE(p.plan.params().interleave_ctas);  // 96 kda tasks reach past the 56 attn CTAs
+    const int need = p.plan.min_residency();
+    // attn list 55 starts as launch CTA 110 and every gate waits for all 56 slices. (In index order 97
+    // places do: band list 96, the first without a kda task, ends its pass and hands its place on, and
+    // so does each band after it.)
+    CHECK(need == p.plan.launch_cta_of(55) + 1);
+    o.resident = need;
+    EmulateResult ok = emulate(p, o);
+    INFO(ok.report);
+    CHECK(ok.verdict == Verdict::PASS);
+    o.resident = need - 1;
+    EmulateResult dead = emulate(p, o);
+    INFO(dead.report);
+    CHECK(dead.verdict == Verdict::DEADLOCK);
+    CHECK(contains(dead.run.detail, "its producer CTA 55 (attn) ATTN_PART(slice 55) is not resident"));
+}
+
 TEST_CASE("the built-in k3 envelope is what measuring it again gives") {
     const Envelope* built = builtin_envelope("k3.R2.L4.nb4.s1");
     REQUIRE(built != nullptr);
