@@ -63,10 +63,11 @@ struct PlanParams {
     static constexpr int kSplitAttnRowParts = 2;
     // k3's placement (interleave_ctas): where the bands are SPEC §4's and the kda tasks, one round of
     // them, reach past the attn CTAs onto band CTAs (n_attn_ctas < tasks <= blocks). Measured on the
-    // H200 (docs/performance.md, "CTA placement"): 1.6–4.1 µs faster at 2×2, 2×4, 2×8 and 8×1, where
-    // band CTAs run kda tasks after their pass (a band stream alone on its TPC takes ~5 % shorter steps);
-    // 0.4–0.9 µs slower where every kda task sits on an attn CTA (its TPC partner's weight copies then
-    // slow the attn role), and the same within 0.2 µs where the tasks take more than one round.
+    // H200 (docs/performance.md, "CTA placement"): 0.7–5.4 µs faster on 15 such shapes (2×2 … 2×8,
+    // 5×1 … 11×1, 5×3, 6×2, 8×2), where band CTAs run kda tasks after their pass (a band stream alone
+    // on its TPC takes ~5 % shorter steps); 0.4–0.9 µs slower where every kda task sits on an attn CTA
+    // (its TPC partner's weight copies then slow the attn role), and the same within 0.2 µs where the
+    // tasks take more than one round.
     static bool k3_interleave(const Config& cfg, const PlanParams& p);
     // BadInput naming the field ("plan: blocks ...") when the plan cannot be built for cfg.
     void validate(const Config& cfg) const;
