@@ -83,7 +83,7 @@ struct LaunchOptions {
     bool check_plan = true;
     // NVIDIA gemv pass: the weight's copies marked evict-first in L2, so that the 90 MB read once a
     // launch leaves before what the next launch reads again (code, states, small tensors);
-    // docs/performance.md has the A/B (`monokda bench --weight-evict first|normal`).
+    // docs/results/performance-history.md (dd3aab5's section) has the A/B (`monokda bench --weight-evict first|normal`).
     bool weight_evict_first = true;
 };
 
