@@ -27,8 +27,8 @@ struct PlanParams {
     int attn_row_parts = 1;
     // Where the lists go in the launch: launch CTA 2c runs attn list c and launch CTA 2c + 1 list
     // n_attn_ctas + c (c < n_attn_ctas), the rest in order, instead of list b on launch CTA b. The H200
-    // puts launch CTAs 2k and 2k + 1 on the two SMs of one TPC, so each band CTA then shares its TPC
-    // with an attn CTA instead of another band CTA (Plan::list_at; the lists themselves do not change).
+    // puts launch CTAs 2k and 2k + 1 on the two SMs of one TPC, so up to n_attn_ctas band CTAs then share
+    // their TPC with an attn CTA instead of another band CTA (Plan::list_at; the lists do not change).
     bool interleave_ctas = false;
 
     // "k3": {132, 128, 16, 128} (one kda task a head; k3_for picks the rows for a step). "small":
@@ -281,12 +281,12 @@ public:
     // their own, appended after the launch's CTAs, so each team has its own stores, clock and polls as
     // on the device. Such a list may start at once, where the kernel's team starts after the CTA's
     // first role: the emulator explores more orders than the kernel has, never fewer. team_parent:
-    // the launch CTA a list belongs to. Not for the launcher (serialize() refuses it).
+    // the CTA (its list, below launch_blocks) a list belongs to. Not for the launcher (serialize() refuses it).
     Plan with_kda_teams(int teams) const;
     int team_parent(int cta) const { return cta < launch_blocks() ? cta : team_parent_[size_t(cta - launch_blocks())]; }
     // "CTA 8", or for a team list "CTA 8 team 1"
     std::string cta_name(int list) const;
-    // The lists that share launch CTA p's place: p itself, then its team lists in team order.
+    // The lists that share CTA p's place (p: a list below launch_blocks): p itself, then its team lists in team order.
     std::vector<int> lists_of(int p) const;
 
     // For fault injection and tests: replace an instruction's operands or drop one, then rebuild
@@ -308,7 +308,7 @@ private:
     std::vector<std::vector<std::vector<MailboxRef>>> produces_;
     std::vector<std::vector<Producer>> producer_;  // per mailbox, per entry; {-1,-1}: none; {-2,..}: several
     std::vector<std::string> derive_problems_;
-    std::vector<int32_t> team_parent_;  // with_kda_teams: the launch CTA of each appended list
+    std::vector<int32_t> team_parent_;  // with_kda_teams: the CTA (list below launch_blocks) of each appended list
     std::vector<int32_t> list_at_, launch_cta_;  // launch CTA -> list and back (launch_blocks entries)
 };
 
