@@ -26,7 +26,7 @@ void require_bench_shape(const std::string& option, long r, long l) {
 int cmd_bench(const Args& args) {
     po::options_description opts("monokda bench");
     int R = 0, L = 0, nb = 4, reps = 200, sets = 4;
-    std::string out, commit, plant, shapes, evict, gemv, parts;
+    std::string out, commit, plant, shapes, evict, gemv, parts, placement;
     opts.add_options()
         ("R", po::value(&R), "requests (with --L: one shape instead of the sweep)")
         ("L", po::value(&L), "tokens a request (with --R)")
@@ -44,6 +44,9 @@ int cmd_bench(const Args& args) {
          "slices) | every (every CTA)")
         ("attn-parts", po::value(&parts)->default_value("auto"),
          "the fused kernel's attn CTAs a slice (its rows split between them): auto (the plan's choice) | 1 | 2")
+        ("placement", po::value(&placement)->default_value("auto"),
+         "the fused kernel's lists on launch CTAs: auto (the plan's rule) | index (list b on CTA b) | paired (attn "
+         "list c on launch CTA 2c, list A + c on 2c + 1)")
         ("commit", po::value(&commit), "commit recorded in the results")
         ("output,o", po::value(&out), "results JSON (issue 6 schema); -detail.json, .md and .svg beside it")
         ("check", "instead of timing: check the unfused chain against the reference (exit 1 on a failure)")
@@ -53,7 +56,7 @@ int cmd_bench(const Args& args) {
     const std::string usage =
         "monokda bench [--R R --L L | --shapes RxL,...] [--nb 4] [--block-write] [--reps 200] [--sets 4] [--no-fused]\n"
         "              [--weight-evict first|normal] [--gemv-bands auto|spec|every] [--attn-parts auto|1|2]\n"
-        "              [-o results.json]\n"
+        "              [--placement auto|index|paired] [-o results.json]\n"
         "       monokda bench --check [--R R --L L --nb 4] [--plant TENSOR] [-o report.md]";
     if (!parse_args(args, usage, opts, pos, vm)) return 0;
     if (vm.count("R") != vm.count("L")) bad_input("--R and --L go together");
@@ -63,6 +66,7 @@ int cmd_bench(const Args& args) {
     const GemvBands bands = parse_gemv_bands(gemv);
     if (parts != "auto" && parts != "1" && parts != "2") bad_input("--attn-parts must be auto, 1 or 2 (got '" + parts + "')");
     const int attn_parts = parts == "auto" ? 0 : std::stoi(parts);
+    const Placement place = parse_placement(placement);
     std::vector<std::pair<int, int>> shape_list;
     if (vm.count("R")) shape_list.push_back({R, L});
     if (vm.count("shapes")) {
@@ -78,7 +82,7 @@ int cmd_bench(const Args& args) {
         if (shape_list.empty()) bad_input("--shapes: no shape given");
     }
 #ifndef MONOKDA_HAVE_GPU_BENCH
-    (void)nb; (void)reps; (void)sets; (void)bands; (void)attn_parts;
+    (void)nb; (void)reps; (void)sets; (void)bands; (void)attn_parts; (void)place;
     bad_input("this monokda was built without CUDA; configure with -DMONOKDA_CUDA=ON to run the GPU benchmark");
 #else
     if (vm.count("check")) {
@@ -115,6 +119,7 @@ int cmd_bench(const Args& args) {
     o.fused_choices.weight_evict_first = evict == "first";
     o.fused_choices.gemv_bands = bands;
     o.fused_choices.attn_parts = attn_parts;
+    o.fused_choices.placement = place;
     o.commit = commit;
     o.command = "monokda bench";
     for (const auto& a : args) o.command += " " + a;

@@ -36,7 +36,8 @@ PlanParams PlanParams::k3_for(const Config& cfg, int blocks) {
 bool PlanParams::k3_interleave(const Config& cfg, const PlanParams& p) {
     const int64_t attn_ctas = int64_t(cfg.D / p.slice_width) * p.attn_row_parts;
     const int64_t tasks = int64_t(cfg.R) * cfg.H * (cfg.V / p.kda_chunk_rows);
-    return !p.gemv_every_cta && 2 * attn_ctas <= p.blocks && tasks > attn_ctas && tasks <= p.blocks;
+    if (p.gemv_every_cta) return tasks >= kPairedMinTasks && tasks <= kPairedMaxTasks;
+    return 2 * attn_ctas <= p.blocks && tasks > attn_ctas && tasks <= p.blocks;
 }
 
 GemvBands parse_gemv_bands(const std::string& s) {
@@ -44,6 +45,13 @@ GemvBands parse_gemv_bands(const std::string& s) {
     if (s == "spec") return GemvBands::spec;
     if (s == "every") return GemvBands::every;
     bad_input("--gemv-bands must be auto, spec or every (got '" + s + "')");
+}
+
+Placement parse_placement(const std::string& s) {
+    if (s == "auto") return Placement::by_plan;
+    if (s == "index") return Placement::index;
+    if (s == "paired") return Placement::paired;
+    bad_input("--placement must be auto, index or paired (got '" + s + "')");
 }
 
 void apply_gemv_bands(PlanParams& p, GemvBands b) {
@@ -81,9 +89,6 @@ void PlanParams::validate(const Config& cfg) const {
                                     " chunks of a head must split K = " + s(cfg.K) + " q/k channels evenly");
     // sibling chunks of one (request, head) wait for each other; they must not queue behind each other
     need(n_chunks <= blocks, "kda_chunk_rows: V / kda_chunk_rows = " + s(n_chunks) + " exceeds blocks = " + s(blocks));
-    need(!interleave_ctas || 2 * int64_t(n_attn) * attn_row_parts <= blocks,
-         "interleave_ctas needs at least twice the attn CTAs (" + s(int64_t(n_attn) * attn_row_parts) + ") in blocks (got " +
-             s(blocks) + ")");
 }
 
 const char* to_string(HandOff t) {
@@ -251,11 +256,12 @@ Plan Plan::build(const Config& cfg, const PlanParams& params) {
                 for (Op op : {Op::KDA_LOAD, Op::KDA_CONV, Op::KDA_REC, Op::KDA_NORM})
                     l.push_back({int32_t(op), r, h, c});
             }
-    const int B = params.blocks, A = p.n_attn_ctas();
+    const int B = params.blocks, A = p.n_attn_ctas(), P = p.n_paired();
     p.list_at_.resize(size_t(B));
     p.launch_cta_.resize(size_t(B));
     for (int list = 0; list < B; ++list) {
-        const int b = !params.interleave_ctas ? list : list < A ? 2 * list : list < 2 * A ? 2 * (list - A) + 1 : list;
+        // pairs (attn list c, list A + c) first, then the unpaired attn lists P..A-1, then lists A + P..
+        const int b = list < P ? 2 * list : list < A ? P + list : list < A + P ? 2 * (list - A) + 1 : list;
         p.list_at_[size_t(b)] = list;
         p.launch_cta_[size_t(list)] = b;
     }

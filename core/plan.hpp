@@ -3,6 +3,7 @@
 // Built once from (Config, PlanParams); the GPU launcher uploads serialize() as is, the emulator
 // executes the same lists, and reduction_order() tells the reference what the decomposition computes.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -25,10 +26,11 @@ struct PlanParams {
     // the slice's ATTN_PART, ATTN_MIX and ATTN_X on its rows only. Every sum is still within one
     // slice and one row, so the results do not change; the latency-bound attn loops get more SMs.
     int attn_row_parts = 1;
-    // Where the lists go in the launch: launch CTA 2c runs attn list c and launch CTA 2c + 1 list
-    // n_attn_ctas + c (c < n_attn_ctas), the rest in order, instead of list b on launch CTA b. The H200
-    // puts launch CTAs 2k and 2k + 1 on the two SMs of one TPC, so up to n_attn_ctas band CTAs then share
-    // their TPC with an attn CTA instead of another band CTA (Plan::list_at; the lists do not change).
+    // Where the lists go in the launch: with P = min(attn CTAs A, blocks − A) pairs, launch CTA 2c runs
+    // attn list c and launch CTA 2c + 1 list A + c (c < P), the rest in list order after them, instead
+    // of list b on launch CTA b. The H200 puts launch CTAs 2k and 2k + 1 on the two SMs of one TPC, so
+    // P of the lists past the attn CTAs (the first bands) then share their TPC with an attn CTA
+    // instead of another band CTA (Plan::list_at; the lists do not change).
     bool interleave_ctas = false;
 
     // "k3": {132, 128, 16, 128} (one kda task a head; k3_for picks the rows for a step). "small":
@@ -61,13 +63,17 @@ struct PlanParams {
     // k3's attn role from the same rows on: two row halves a slice (attn_row_parts 2) on 112 CTAs,
     // where every CTA takes in_proj bands after its attn instructions anyway.
     static constexpr int kSplitAttnRowParts = 2;
-    // k3's placement (interleave_ctas): where the bands are SPEC §4's and the kda tasks, one round of
-    // them, reach past the attn CTAs onto band CTAs (n_attn_ctas < tasks <= blocks). Measured on the
-    // H200 (docs/performance.md, "CTA placement"): 0.7–5.4 µs faster on 15 such shapes (2×2 … 2×8,
-    // 5×1 … 11×1, 5×3, 6×2, 8×2), where band CTAs run kda tasks after their pass (a band stream alone
-    // on its TPC takes ~5 % shorter steps); 0.4–0.9 µs slower where every kda task sits on an attn CTA
-    // (its TPC partner's weight copies then slow the attn role), and the same within 0.2 µs where the
-    // tasks take more than one round.
+    // k3's placement (interleave_ctas). Up to 16 rows (SPEC §4's bands, 56 pairs): where the kda
+    // tasks, one round of them, reach past the attn CTAs onto band CTAs (n_attn_ctas < tasks <=
+    // blocks). Measured on the H200 (docs/performance.md, "CTA placement"): 0.7–5.4 µs faster on 15
+    // such shapes (2×2 … 2×8, 5×1 … 11×1, 5×3, 6×2, 8×2), where band CTAs run kda tasks after their
+    // pass (a band stream alone on its TPC takes ~5 % shorter steps); 0.4–0.9 µs slower where every
+    // kda task sits on an attn CTA (its TPC partner's weight copies then slow the attn role), and the
+    // same within 0.2 µs where the tasks take more than one round. From 17 rows (bands over every CTA,
+    // 112 attn CTAs, 20 pairs): with kPairedMinTasks..kPairedMaxTasks kda tasks, where every shape
+    // measured gained (0.3–3.1 µs, 11 shapes); fewer (72–84) measured up to 1.3 µs slower, more within
+    // ±0.6 and 64×1 (768) ~3 µs slower, so those keep index order.
+    static constexpr int kPairedMinTasks = 96, kPairedMaxTasks = 144;
     static bool k3_interleave(const Config& cfg, const PlanParams& p);
     // BadInput naming the field ("plan: blocks ...") when the plan cannot be built for cfg.
     void validate(const Config& cfg) const;
@@ -78,6 +84,10 @@ struct PlanParams {
 // CTA (every).
 enum class GemvBands { by_plan, spec, every };
 GemvBands parse_gemv_bands(const std::string& s);  // "auto" | "spec" | "every"; BadInput otherwise
+// Where the lists go in the launch, as the benchmark's --placement names it: the plan's rule for the
+// step (auto: PlanParams::k3_interleave), list b on launch CTA b (index), or paired (interleave_ctas).
+enum class Placement { by_plan, index, paired };
+Placement parse_placement(const std::string& s);  // "auto" | "index" | "paired"; BadInput otherwise
 void apply_gemv_bands(PlanParams& p, GemvBands b);  // gemv_every_cta, unless by_plan (spec: one attn CTA a slice too)
 
 // Rows of attn part p when S rows are split over `parts` CTAs a slice: [begin(p), begin(p + 1)),
@@ -177,11 +187,15 @@ public:
     const PlanParams& params() const { return params_; }
     int blocks() const { return params_.blocks + int(team_parent_.size()); }  // lists (with_kda_teams: more than the launch's)
     int launch_blocks() const { return params_.blocks; }
-    // The list launch CTA b runs (PlanParams::interleave_ctas; else b), and the launch CTA of a list.
+    // The list launch CTA b runs (PlanParams::interleave_ctas; else b), and the launch CTA of a list;
+    // n_paired() lists past the attn CTAs each share a TPC with an attn CTA (0 in index order).
     // Everything else in the plan, the emulator included, names a list as "CTA n"; the device's
     // lists are in launch order (serialize()), and CTAs start in launch order (min_residency).
     int list_at(int launch_cta) const { return list_at_[size_t(launch_cta)]; }
     int launch_cta_of(int list) const { return launch_cta_[size_t(list)]; }
+    int n_paired() const {
+        return params_.interleave_ctas ? std::min(n_attn_ctas(), launch_blocks() - n_attn_ctas()) : 0;
+    }
     int n_attn() const { return n_attn_; }      // attn slices (D / slice_width): the reductions' split
     int attn_parts() const { return params_.attn_row_parts; }
     int n_attn_ctas() const { return n_attn_ * attn_parts(); }  // attn CTAs 0..n_attn_ctas-1

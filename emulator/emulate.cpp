@@ -387,7 +387,7 @@ EmulateResult emulate(Prepared& prep, const EmulateOptions& o) {
          (pp.gemv_every_cta ? "bands over every CTA" : "past the slices") + "), " + std::to_string(plan.n_kda_tasks()) + " kda tasks (" +
          std::to_string(plan.n_chunks()) + " chunks of " + std::to_string(pp.kda_chunk_rows) + " rows); " +
          (pp.interleave_ctas ? "launch order interleaved (attn CTA c on launch CTA 2c, CTA " + std::to_string(plan.n_attn_ctas()) +
-                                   " + c on 2c + 1); "
+                                   " + c on 2c + 1, c < " + std::to_string(plan.n_paired()) + "); "
                              : "") +
          (o.kda_teams > 1 ? "kda in " + std::to_string(o.kda_teams) + " teams a CTA (" +
                                 std::to_string(plan.blocks() - plan.launch_blocks()) + " team lists after the CTAs); "

@@ -63,9 +63,10 @@ struct KdaTensors {
 // naming the first field that does not fit.
 void check_supported(const Config& cfg);
 // The plan a launch on this device runs: the k3 parameters, one CTA a multiprocessor (probe().sms),
-// in_proj's bands and the attn CTAs a slice as the plan chooses them for the step unless `bands` or
-// `attn_parts` (> 0; at most the step's rows) say otherwise.
-Plan device_plan(const Config& cfg, GemvBands bands = GemvBands::by_plan, int attn_parts = 0);
+// in_proj's bands, the attn CTAs a slice and the launch placement as the plan chooses them for the
+// step unless `bands`, `attn_parts` (> 0; at most the step's rows) or `placement` say otherwise.
+Plan device_plan(const Config& cfg, GemvBands bands = GemvBands::by_plan, int attn_parts = 0,
+                 Placement placement = Placement::by_plan);
 // Dtype, shape, strides, alignment (16 bytes where the kernel loads 16 bytes at a time) and
 // overlap of every view, against cfg. Host-only: reads no device memory. BadInput names the tensor.
 // Slot values and num_accepted live on the device: the kernel checks them before it writes

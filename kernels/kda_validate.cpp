@@ -72,10 +72,12 @@ void need_outer(const char* name, const View& v, const std::vector<int64_t>& min
 
 }  // namespace
 
-Plan device_plan(const Config& cfg, GemvBands bands, int attn_parts) {
+Plan device_plan(const Config& cfg, GemvBands bands, int attn_parts, Placement placement) {
     PlanParams p = PlanParams::k3_for(cfg, probe().sms);  // one CTA a multiprocessor
     apply_gemv_bands(p, bands);
     if (attn_parts > 0) p.attn_row_parts = std::min(attn_parts, cfg.S());  // a step of one row has one part
+    // the rule again, on the bands and parts chosen above
+    p.interleave_ctas = placement == Placement::by_plan ? PlanParams::k3_interleave(cfg, p) : placement == Placement::paired;
     return Plan::build(cfg, p);
 }
 

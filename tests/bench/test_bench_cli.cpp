@@ -52,6 +52,9 @@ TEST_CASE("bench option errors are bad input") {
         CHECK(parts.code == 2);
         CHECK(parts.out.find("--attn-parts must be auto, 1 or 2") != std::string::npos);
     }
+    const Result place = run("bench --R 2 --L 4 --placement pairs");
+    CHECK(place.code == 2);
+    CHECK(place.out.find("--placement must be auto, index or paired (got 'pairs')") != std::string::npos);
 }
 
 TEST_CASE("monokda-bench-cpu renders a detail file and refuses a broken one") {

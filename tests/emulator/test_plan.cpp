@@ -487,7 +487,8 @@ TEST_CASE("the structural checker fires on planted plan bugs") {
 }
 
 TEST_CASE("k3 placement: a band CTA shares its TPC with an attn CTA where one round of kda tasks reaches the band CTAs") {
-    // 56 attn CTAs, bands past them up to 16 rows; R·12 head tasks or R·48 chunk tasks, task t on CTA t
+    // 56 attn CTAs, bands past them up to 16 rows; R·12 head tasks or R·48 chunk tasks, task t on CTA t.
+    // From 17 rows 112 attn CTAs, bands over every CTA: 96..144 kda tasks pair the 20 lists past them.
     struct Shape { int R, L; bool interleave; };
     for (const Shape sh : {Shape{2, 4, true},    // 96 chunk tasks: 40 on band CTAs
                            Shape{8, 1, true},    // 96 head tasks
@@ -495,7 +496,12 @@ TEST_CASE("k3 placement: a band CTA shares its TPC with an attn CTA where one ro
                            Shape{1, 4, false},   // 48 chunk tasks
                            Shape{4, 2, false},   // 48 head tasks
                            Shape{4, 4, false},   // 192 chunk tasks, two a CTA: more than one round
-                           Shape{3, 8, false}}) {  // 24 rows: bands over every CTA, 112 attn CTAs
+                           Shape{3, 8, true},    // 24 rows, 144 chunk tasks
+                           Shape{8, 8, true},    // 64 rows, 96 head tasks
+                           Shape{12, 2, true},   // 144 head tasks
+                           Shape{7, 4, false},   // 84 head tasks
+                           Shape{4, 8, false},   // 192 chunk tasks
+                           Shape{64, 1, false}}) {  // 768 head tasks
         Config c = k3();
         c.R = sh.R, c.L = sh.L, c.slots = c.S() + 1;
         CAPTURE(sh.R);
@@ -538,13 +544,25 @@ TEST_CASE("k3 placement: a band CTA shares its TPC with an attn CTA where one ro
     const Plan q = Plan::build(one, pp);
     CHECK(q.min_residency() == 2 * 56 - 1);
     CHECK(q.finishing_ctas(2 * 56 - 2) < 132);
-    // two attn parts a slice leave too few CTAs to pair every attn CTA with another
+    CHECK(p.n_paired() == 56);
+    CHECK(Plan::build(one, PlanParams::k3_for(one, 132)).n_paired() == 0);
+    // from 17 rows two attn parts a slice leave 20 lists past the 112 attn CTAs: lists 112 + c pair with
+    // attn lists c < 20, and attn lists 20..111 follow in order on launch CTAs 40..131
     Config rows24 = k3();
     rows24.R = 3, rows24.L = 8, rows24.slots = rows24.S() + 1;
-    PlanParams bad = PlanParams::k3_for(rows24, 132);
-    REQUIRE(bad.attn_row_parts == 2);
-    bad.interleave_ctas = true;
-    CHECK_THROWS_WITH_AS(Plan::build(rows24, bad), doctest::Contains("interleave_ctas"), BadInput);
+    const Plan r = Plan::build(rows24, PlanParams::k3_for(rows24, 132));
+    REQUIRE(r.params().attn_row_parts == 2);
+    REQUIRE(r.params().gemv_every_cta);
+    CHECK(r.n_paired() == 20);
+    check_structure(r);
+    for (int b = 0; b < 132; ++b) {
+        CAPTURE(b);
+        const int want = b >= 40 ? b - 20 : b % 2 == 0 ? b / 2 : 112 + b / 2;
+        CHECK(r.list_at(b) == want);
+        CHECK(r.launch_cta_of(want) == b);
+        CHECK(r.first_role(r.list_at(b)) == (b % 2 == 1 && b < 40 ? Role::gemv : Role::attn));
+    }
+    CHECK(r.min_residency() <= 132);
 }
 
 TEST_CASE("flat serialisation: header, offsets and instruction words round-trip") {
