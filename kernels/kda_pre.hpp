@@ -118,6 +118,7 @@ struct RunOptions {
     bool exact_in_proj = false;  // LaunchOptions::exact_in_proj
     bool packed_state_pages = false;  // conv and ssm state of a slot in one page (strided slots)
     int64_t poll_timeout_ms = 2000;
+    Placement placement = Placement::by_plan;  // device_plan
 };
 
 // Device copies of one fixture's tensors, a launcher, and the outputs.

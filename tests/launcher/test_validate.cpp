@@ -157,4 +157,11 @@ TEST_CASE("monokda gpu: without a usable GPU or with a non-production fixture, e
     else if (!d.present) CHECK_MESSAGE(msg.find("no GPU") != std::string::npos, msg);
     else CHECK_MESSAGE(msg.find("production shape") != std::string::npos, msg);
     CHECK_FALSE(std::ifstream(out).good());
+    // a bad option is refused before any device is looked for
+    const int bad = std::system((std::string(MONOKDA_BIN) + " gpu " + fx + " -o " + out + " --placement pairs 2> " + dir + "/err2.txt").c_str());
+    CHECK(WEXITSTATUS(bad) == 2);
+    std::ifstream err2(dir + "/err2.txt");
+    const std::string msg2((std::istreambuf_iterator<char>(err2)), std::istreambuf_iterator<char>());
+    CHECK_MESSAGE(msg2.find("--placement must be auto, index or paired") != std::string::npos, msg2);
+    CHECK_FALSE(std::ifstream(out).good());
 }
