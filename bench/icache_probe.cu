@@ -1,0 +1,158 @@
+// monokda-icache-probe: what it costs an SM to run code it has not run before in this launch.
+//
+// docs/performance.md names instruction fetch as what paces the fused kernel's one-shot phases (the
+// attn role, the kda tasks), which run their code once a launch. This probe measures that directly:
+// CTA 0 runs a straight-line body of N independent-chain FMAs (16 bytes of SASS each, no branch)
+// three times in a rolled loop, so the same code runs cold once and then twice more, with a
+// globaltimer stamp around each pass; the other CTAs optionally stream a large buffer from device
+// memory meanwhile (the kernel's weight stream), and an optional flush kernel before each launch
+// reads 256 MB so that the body's code is not in L2 either.
+//
+// Usage: monokda-icache-probe [REPS]  (default 15 launches a case; prints medians, µs)
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+namespace {
+
+constexpr int kThreads = 256;
+
+__device__ __forceinline__ uint64_t now_ns() {
+    uint64_t t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+// N FMAs over 8 independent chains: ptxas cannot fold fmaf chains, so this is N FFMA instructions
+// of straight-line code (N·16 bytes).
+template <int N>
+__device__ __forceinline__ void body(float (&a)[8], float b, float c) {
+#pragma unroll
+    for (int i = 0; i < N; ++i) a[i & 7] = fmaf(a[i & 7], b, c);
+}
+
+// CTA 0: wait `delay_ns` (the streamers get going), then three passes over the body, stamped.
+// Other CTAs: stream `n16` 16-byte words with four loads in flight a thread, until CTA 0 is done.
+template <int N>
+__global__ void __launch_bounds__(kThreads, 1) probe(const float* in, float* out, uint64_t* stamps, const uint4* buf,
+                                                    size_t n16, int delay_ns, volatile int* done) {
+    if (blockIdx.x == 0) {
+        const uint64_t t0 = now_ns();
+        while (now_ns() - t0 < uint64_t(delay_ns)) {
+        }
+        float a[8];
+        for (int i = 0; i < 8; ++i) a[i] = in[2] + float(threadIdx.x) * 1e-3f + float(i);
+        const float b = in[0], c = in[1];
+        __syncthreads();
+#pragma unroll 1
+        for (int pass = 0; pass < 3; ++pass) {
+            if (threadIdx.x == 0) stamps[pass] = now_ns();
+            body<N>(a, b, c);
+            __syncthreads();
+        }
+        if (threadIdx.x == 0) {
+            stamps[3] = now_ns();
+            *done = 1;
+        }
+        float s = 0.f;
+        for (int i = 0; i < 8; ++i) s += a[i];
+        if (s == 1234.5f) out[threadIdx.x] = s;  // never true for the inputs used; keeps the chains live
+        return;
+    }
+    uint32_t x = 0;
+    const size_t stride = size_t(gridDim.x - 1) * kThreads * 4;
+    for (size_t i = size_t(blockIdx.x - 1) * kThreads * 4 + threadIdx.x; i + 3 * kThreads < n16 && !*done; i += stride) {
+        uint4 v[4];
+#pragma unroll
+        for (int k = 0; k < 4; ++k) v[k] = __ldg(buf + i + size_t(k) * kThreads);
+#pragma unroll
+        for (int k = 0; k < 4; ++k) x ^= v[k].x ^ v[k].w;
+    }
+    if (x == 0x12345678u) out[kThreads + threadIdx.x] = float(x);
+}
+
+__global__ void flush(const uint4* buf, size_t n16, float* out) {
+    uint32_t x = 0;
+    for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n16; i += size_t(gridDim.x) * blockDim.x)
+        x ^= __ldg(buf + i).y;
+    if (x == 0x12345678u) out[0] = float(x);
+}
+
+void check(cudaError_t e, const char* what) {
+    if (e != cudaSuccess) {
+        std::fprintf(stderr, "monokda-icache-probe: %s: %s\n", what, cudaGetErrorString(e));
+        std::exit(1);
+    }
+}
+
+struct Bufs {
+    float *in, *out;
+    uint64_t* stamps;
+    uint4* buf;
+    size_t n16;
+    int* done;
+    int sms;
+};
+
+template <int N>
+void run_case(const Bufs& b, int reps, int streamers, bool flush_l2, bool first_only) {
+    std::vector<double> p[3];
+    for (int r = 0; r < reps; ++r) {
+        if (flush_l2) flush<<<b.sms * 4, 512>>>(b.buf, std::min(b.n16, size_t(256) << 16), b.out);  // 256 MB
+        check(cudaMemset(b.done, 0, sizeof(int)), "clearing the flag");
+        probe<N><<<1 + streamers, kThreads>>>(b.in, b.out, b.stamps, b.buf, b.n16, streamers ? 5000 : 0, b.done);
+        check(cudaDeviceSynchronize(), "the probe");
+        uint64_t s[4];
+        check(cudaMemcpy(s, b.stamps, sizeof(s), cudaMemcpyDeviceToHost), "reading the stamps");
+        for (int k = 0; k < 3; ++k) p[k].push_back(double(s[k + 1] - s[k]) / 1000.0);
+        if (first_only) break;
+    }
+    auto med = [](std::vector<double> v) {
+        std::sort(v.begin(), v.end());
+        return v[v.size() / 2];
+    };
+    std::printf("%7.0f KB  %9s  %-9s  %8.2f  %8.2f  %8.2f  %8.3f\n", N * 16 / 1024.0,
+                first_only ? "first" : std::to_string(streamers).c_str(), flush_l2 ? "flushed" : "kept",
+                med(p[0]), med(p[1]), med(p[2]), (med(p[0]) - med(p[1])) / (N * 16 / 1024.0));
+}
+
+template <int N>
+void run_size(const Bufs& b, int reps) {
+    run_case<N>(b, reps, 0, false, true);  // the instantiation's first launch: its code fetched from device memory
+    for (int streamers : {0, b.sms / 2, b.sms - 1})
+        for (bool fl : {false, true}) run_case<N>(b, reps, streamers, fl, false);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const int reps = argc > 1 ? std::max(1, std::atoi(argv[1])) : 15;
+    cudaDeviceProp prop{};
+    check(cudaGetDeviceProperties(&prop, 0), "reading the device");
+    Bufs b{};
+    b.sms = prop.multiProcessorCount;
+    b.n16 = (size_t(1) << 30) / 16;  // 1 GiB: the streamers do not reach its end before CTA 0 is done
+    check(cudaMalloc(&b.in, 16), "allocating");
+    check(cudaMalloc(&b.out, 4096), "allocating");
+    check(cudaMalloc(&b.stamps, 64), "allocating");
+    check(cudaMalloc(&b.done, 4), "allocating");
+    check(cudaMalloc(&b.buf, b.n16 * 16), "allocating the stream buffer");
+    check(cudaMemset(b.buf, 1, b.n16 * 16), "filling the stream buffer");
+    const float in[4] = {0.999f, 1e-3f, 0.5f, 0.f};
+    check(cudaMemcpy(b.in, in, sizeof(in), cudaMemcpyHostToDevice), "uploading");
+    std::printf("%s, %d SMs; CTA 0 of %d threads runs a straight-line body three times; pass 0 cold in the SM\n"
+                "streamers: CTAs reading 1 GiB meanwhile (first: the instantiation's first launch, nothing streaming);\n"
+                "flushed: 256 MB read before each launch; medians of %d launches, µs; last column (pass 0 - pass 1) / KB\n",
+                prop.name, b.sms, kThreads, reps);
+    std::printf("   code  streamers  L2         pass 0    pass 1    pass 2   cold µs/KB\n");
+    run_size<256>(b, reps);
+    run_size<1024>(b, reps);
+    run_size<4096>(b, reps);
+    run_size<8192>(b, reps);
+    return 0;
+}
