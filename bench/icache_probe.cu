@@ -8,6 +8,9 @@
 // memory meanwhile (the kernel's weight stream), and an optional flush kernel before each launch
 // reads 256 MB so that the body's code is not in L2 either.
 //
+// A second part does the same for code entered through jumps (a jump table into 64 blocks, in address
+// order or shuffled), by one warp or eight: the cost of a taken branch to code not run yet.
+//
 // Usage: monokda-icache-probe [REPS]  (default 15 launches a case; prints medians, µs)
 #include <cuda_runtime.h>
 
@@ -76,6 +79,49 @@ __global__ void __launch_bounds__(kThreads, 1) probe(const float* in, float* out
     if (x == 0x12345678u) out[kThreads + threadIdx.x] = float(x);
 }
 
+// The same question for code that jumps: kJumpBlocks distinct blocks of 32 FMAs (512 bytes each,
+// each with its own constant so none is merged with another), entered through a switch in the order
+// `order` gives (a jump table: every entry is a taken branch to a block not run yet in pass 0), by
+// the first `warps` warps of CTA 0. Nothing streams.
+constexpr int kJumpBlocks = 64;
+#define MONOKDA_CASE(n) \
+    case n:            \
+        body<32>(a, b + float(n) * 1e-7f, c); \
+        break;
+#define MONOKDA_CASES8(n) MONOKDA_CASE(n) MONOKDA_CASE(n + 1) MONOKDA_CASE(n + 2) MONOKDA_CASE(n + 3) \
+    MONOKDA_CASE(n + 4) MONOKDA_CASE(n + 5) MONOKDA_CASE(n + 6) MONOKDA_CASE(n + 7)
+
+__global__ void __launch_bounds__(kThreads, 1) probe_jumps(const float* in, float* out, uint64_t* stamps,
+                                                          const int* order, int warps) {
+    __shared__ int seq[kJumpBlocks];  // the order in shared memory: pass 0 waits for no data load
+    if (threadIdx.x < kJumpBlocks) seq[threadIdx.x] = order[threadIdx.x];
+    float a[8];
+    for (int i = 0; i < 8; ++i) a[i] = in[2] + float(threadIdx.x) * 1e-3f + float(i);
+    const float b = in[0], c = in[1];
+    __syncthreads();
+#pragma unroll 1
+    for (int pass = 0; pass < 3; ++pass) {
+        if (threadIdx.x == 0) stamps[pass] = now_ns();
+        if (int(threadIdx.x) < 32 * warps) {
+#pragma unroll 1
+            for (int i = 0; i < kJumpBlocks; ++i) {
+                switch (seq[i]) {
+                    MONOKDA_CASES8(0) MONOKDA_CASES8(8) MONOKDA_CASES8(16) MONOKDA_CASES8(24)
+                    MONOKDA_CASES8(32) MONOKDA_CASES8(40) MONOKDA_CASES8(48) MONOKDA_CASES8(56)
+                    default: break;
+                }
+            }
+        }
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) stamps[3] = now_ns();
+    float s = 0.f;
+    for (int i = 0; i < 8; ++i) s += a[i];
+    if (s == 1234.5f) out[threadIdx.x] = s;
+}
+#undef MONOKDA_CASES8
+#undef MONOKDA_CASE
+
 __global__ void flush(const uint4* buf, size_t n16, float* out) {
     uint32_t x = 0;
     for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n16; i += size_t(gridDim.x) * blockDim.x)
@@ -121,6 +167,24 @@ void run_case(const Bufs& b, int reps, int streamers, bool flush_l2, bool first_
                 med(p[0]), med(p[1]), med(p[2]), (med(p[0]) - med(p[1])) / (N * 16 / 1024.0));
 }
 
+void run_jumps(const Bufs& b, int reps, const int* d_order, bool shuffled, int warps, bool flush_l2) {
+    std::vector<double> p[3];
+    for (int r = 0; r < reps; ++r) {
+        if (flush_l2) flush<<<b.sms * 4, 512>>>(b.buf, std::min(b.n16, size_t(256) << 16), b.out);
+        probe_jumps<<<1, kThreads>>>(b.in, b.out, b.stamps, d_order, warps);
+        check(cudaDeviceSynchronize(), "the jump probe");
+        uint64_t s[4];
+        check(cudaMemcpy(s, b.stamps, sizeof(s), cudaMemcpyDeviceToHost), "reading the stamps");
+        for (int k = 0; k < 3; ++k) p[k].push_back(double(s[k + 1] - s[k]) / 1000.0);
+    }
+    auto med = [](std::vector<double> v) {
+        std::sort(v.begin(), v.end());
+        return v[v.size() / 2];
+    };
+    std::printf("%9s  %5d  %-9s  %8.2f  %8.2f  %8.2f  %8.3f\n", shuffled ? "shuffled" : "in order", warps,
+                flush_l2 ? "flushed" : "kept", med(p[0]), med(p[1]), med(p[2]), (med(p[0]) - med(p[1])) / kJumpBlocks);
+}
+
 template <int N>
 void run_size(const Bufs& b, int reps) {
     run_case<N>(b, reps, 0, false, true);  // the instantiation's first launch: its code fetched from device memory
@@ -154,5 +218,23 @@ int main(int argc, char** argv) {
     run_size<1024>(b, reps);
     run_size<4096>(b, reps);
     run_size<8192>(b, reps);
+
+    std::printf("\n%d blocks of 512 bytes entered through a jump table, %d times a pass, by W warps of CTA 0;\n"
+                "last column (pass 0 - pass 1) / %d: the cost of a jump to code not run yet, µs\n",
+                kJumpBlocks, kJumpBlocks, kJumpBlocks);
+    std::printf("    order  warps  L2         pass 0    pass 1    pass 2  µs a cold jump\n");
+    int* d_order;
+    check(cudaMalloc(&d_order, 2 * kJumpBlocks * sizeof(int)), "allocating");
+    std::vector<int> order(2 * kJumpBlocks);  // in address order, then a fixed shuffle the fetcher cannot run ahead of
+    for (int i = 0; i < kJumpBlocks; ++i) order[size_t(i)] = order[size_t(kJumpBlocks + i)] = i;
+    uint32_t rng = 12345;
+    for (int i = kJumpBlocks - 1; i > 0; --i) {
+        rng = rng * 1664525u + 1013904223u;
+        std::swap(order[size_t(kJumpBlocks + i)], order[size_t(kJumpBlocks) + rng % uint32_t(i + 1)]);
+    }
+    check(cudaMemcpy(d_order, order.data(), order.size() * sizeof(int), cudaMemcpyHostToDevice), "uploading the orders");
+    for (bool sh : {false, true})
+        for (int w : {1, 8})
+            for (bool fl : {false, true}) run_jumps(b, reps, d_order + (sh ? kJumpBlocks : 0), sh, w, fl);
     return 0;
 }
