@@ -122,6 +122,18 @@ __global__ void __launch_bounds__(kThreads, 1) probe_jumps(const float* in, floa
 #undef MONOKDA_CASES8
 #undef MONOKDA_CASE
 
+// 256 KB of other straight-line code run on every SM: evicts the measured code from the SMs'
+// instruction caches (a plain data flush does not touch them), as the fused kernel's 540 KB of code
+// does to itself between two launches.
+__global__ void __launch_bounds__(kThreads, 1) thrash(const float* in, float* out) {
+    float a[8];
+    for (int i = 0; i < 8; ++i) a[i] = in[2] + float(threadIdx.x) * 1e-3f + float(i);
+    body<16384>(a, in[0] * 0.5f, in[1]);
+    float s = 0.f;
+    for (int i = 0; i < 8; ++i) s += a[i];
+    if (s == 1234.5f) out[threadIdx.x] = s;
+}
+
 __global__ void flush(const uint4* buf, size_t n16, float* out) {
     uint32_t x = 0;
     for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n16; i += size_t(gridDim.x) * blockDim.x)
@@ -146,10 +158,11 @@ struct Bufs {
 };
 
 template <int N>
-void run_case(const Bufs& b, int reps, int streamers, bool flush_l2, bool first_only) {
+void run_case(const Bufs& b, int reps, int streamers, bool flush_l2, bool first_only, bool sm_cold) {
     std::vector<double> p[3];
     for (int r = 0; r < reps; ++r) {
         if (flush_l2) flush<<<b.sms * 4, 512>>>(b.buf, std::min(b.n16, size_t(256) << 16), b.out);  // 256 MB
+        if (sm_cold) thrash<<<b.sms, kThreads>>>(b.in, b.out);
         check(cudaMemset(b.done, 0, sizeof(int)), "clearing the flag");
         probe<N><<<1 + streamers, kThreads>>>(b.in, b.out, b.stamps, b.buf, b.n16, streamers ? 5000 : 0, b.done);
         check(cudaDeviceSynchronize(), "the probe");
@@ -162,8 +175,9 @@ void run_case(const Bufs& b, int reps, int streamers, bool flush_l2, bool first_
         std::sort(v.begin(), v.end());
         return v[v.size() / 2];
     };
-    std::printf("%7.0f KB  %9s  %-9s  %8.2f  %8.2f  %8.2f  %8.3f\n", N * 16 / 1024.0,
-                first_only ? "first" : std::to_string(streamers).c_str(), flush_l2 ? "flushed" : "kept",
+    std::printf("%7.0f KB  %9s  %-7s %-9s  %8.2f  %8.2f  %8.2f  %8.3f\n", N * 16 / 1024.0,
+                first_only ? "first" : std::to_string(streamers).c_str(), sm_cold ? "cold" : "as left",
+                flush_l2 ? "flushed" : "kept",
                 med(p[0]), med(p[1]), med(p[2]), (med(p[0]) - med(p[1])) / (N * 16 / 1024.0));
 }
 
@@ -171,6 +185,7 @@ void run_jumps(const Bufs& b, int reps, const int* d_order, bool shuffled, int w
     std::vector<double> p[3];
     for (int r = 0; r < reps; ++r) {
         if (flush_l2) flush<<<b.sms * 4, 512>>>(b.buf, std::min(b.n16, size_t(256) << 16), b.out);
+        thrash<<<b.sms, kThreads>>>(b.in, b.out);  // always cold in the SM
         probe_jumps<<<1, kThreads>>>(b.in, b.out, b.stamps, d_order, warps);
         check(cudaDeviceSynchronize(), "the jump probe");
         uint64_t s[4];
@@ -187,9 +202,10 @@ void run_jumps(const Bufs& b, int reps, const int* d_order, bool shuffled, int w
 
 template <int N>
 void run_size(const Bufs& b, int reps) {
-    run_case<N>(b, reps, 0, false, true);  // the instantiation's first launch: its code fetched from device memory
+    run_case<N>(b, reps, 0, false, true, false);  // the instantiation's first launch: its code fetched from device memory
     for (int streamers : {0, b.sms / 2, b.sms - 1})
-        for (bool fl : {false, true}) run_case<N>(b, reps, streamers, fl, false);
+        for (bool cold : {false, true})
+            for (bool fl : {false, true}) run_case<N>(b, reps, streamers, fl, false, cold);
 }
 
 }  // namespace
@@ -209,17 +225,18 @@ int main(int argc, char** argv) {
     check(cudaMemset(b.buf, 1, b.n16 * 16), "filling the stream buffer");
     const float in[4] = {0.999f, 1e-3f, 0.5f, 0.f};
     check(cudaMemcpy(b.in, in, sizeof(in), cudaMemcpyHostToDevice), "uploading");
-    std::printf("%s, %d SMs; CTA 0 of %d threads runs a straight-line body three times; pass 0 cold in the SM\n"
+    std::printf("%s, %d SMs; CTA 0 of %d threads runs a straight-line body three times (pass 0: its first run in the launch)\n"
                 "streamers: CTAs reading 1 GiB meanwhile (first: the instantiation's first launch, nothing streaming);\n"
+                "SM cold: 256 KB of other code run on every SM before each launch (as left: whatever the last launch left);\n"
                 "flushed: 256 MB read before each launch; medians of %d launches, µs; last column (pass 0 - pass 1) / KB\n",
                 prop.name, b.sms, kThreads, reps);
-    std::printf("   code  streamers  L2         pass 0    pass 1    pass 2   cold µs/KB\n");
+    std::printf("   code  streamers  SM      L2         pass 0    pass 1    pass 2   cold µs/KB\n");
     run_size<256>(b, reps);
     run_size<1024>(b, reps);
     run_size<4096>(b, reps);
     run_size<8192>(b, reps);
 
-    std::printf("\n%d blocks of 512 bytes entered through a jump table, %d times a pass, by W warps of CTA 0;\n"
+    std::printf("\n%d blocks of 512 bytes entered through a jump table, %d times a pass, by W warps of CTA 0, cold in the SM;\n"
                 "last column (pass 0 - pass 1) / %d: the cost of a jump to code not run yet, µs\n",
                 kJumpBlocks, kJumpBlocks, kJumpBlocks);
     std::printf("    order  warps  L2         pass 0    pass 1    pass 2  µs a cold jump\n");
