@@ -181,7 +181,7 @@ void run_case(const Bufs& b, int reps, int streamers, bool flush_l2, bool first_
                 med(p[0]), med(p[1]), med(p[2]), (med(p[0]) - med(p[1])) / (N * 16 / 1024.0));
 }
 
-void run_jumps(const Bufs& b, int reps, const int* d_order, bool shuffled, int warps, bool flush_l2) {
+void run_jumps(const Bufs& b, int reps, const int* d_order, const char* label, int warps, bool flush_l2) {
     std::vector<double> p[3];
     for (int r = 0; r < reps; ++r) {
         if (flush_l2) flush<<<b.sms * 4, 512>>>(b.buf, std::min(b.n16, size_t(256) << 16), b.out);
@@ -196,8 +196,8 @@ void run_jumps(const Bufs& b, int reps, const int* d_order, bool shuffled, int w
         std::sort(v.begin(), v.end());
         return v[v.size() / 2];
     };
-    std::printf("%9s  %5d  %-9s  %8.2f  %8.2f  %8.2f  %8.3f\n", shuffled ? "shuffled" : "in order", warps,
-                flush_l2 ? "flushed" : "kept", med(p[0]), med(p[1]), med(p[2]), (med(p[0]) - med(p[1])) / kJumpBlocks);
+    std::printf("%11s  %5d  %-9s  %8.2f  %8.2f  %8.2f  %8.3f  %8.3f\n", label, warps, flush_l2 ? "flushed" : "kept",
+                med(p[0]), med(p[1]), med(p[2]), (med(p[0]) - med(p[1])) / kJumpBlocks, med(p[1]) / kJumpBlocks);
 }
 
 template <int N>
@@ -237,9 +237,10 @@ int main(int argc, char** argv) {
     run_size<8192>(b, reps);
 
     std::printf("\n%d blocks of 512 bytes entered through a jump table, %d times a pass, by W warps of CTA 0, cold in the SM;\n"
-                "last column (pass 0 - pass 1) / %d: the cost of a jump to code not run yet, µs\n",
-                kJumpBlocks, kJumpBlocks, kJumpBlocks);
-    std::printf("    order  warps  L2         pass 0    pass 1    pass 2  µs a cold jump\n");
+                "cold jump: (pass 0 - pass 1) / %d, what a jump to code not run yet adds, µs; warm jump: pass 1 / %d,\n"
+                "a jump and its 512-byte block; \"N blocks\": a shuffled order over the first N blocks only, repeated\n",
+                kJumpBlocks, kJumpBlocks, kJumpBlocks, kJumpBlocks);
+    std::printf("      order  warps  L2         pass 0    pass 1    pass 2  cold jump  warm jump\n");
     int* d_order;
     check(cudaMalloc(&d_order, 2 * kJumpBlocks * sizeof(int)), "allocating");
     std::vector<int> order(2 * kJumpBlocks);  // in address order, then a fixed shuffle the fetcher cannot run ahead of
@@ -252,6 +253,19 @@ int main(int argc, char** argv) {
     check(cudaMemcpy(d_order, order.data(), order.size() * sizeof(int), cudaMemcpyHostToDevice), "uploading the orders");
     for (bool sh : {false, true})
         for (int w : {1, 8})
-            for (bool fl : {false, true}) run_jumps(b, reps, d_order + (sh ? kJumpBlocks : 0), sh, w, fl);
+            for (bool fl : {false, true})
+                run_jumps(b, reps, d_order + (sh ? kJumpBlocks : 0), sh ? "shuffled" : "in order", w, fl);
+    // how many distinct blocks the jumps may visit before each one costs what the full set does
+    for (int nb : {2, 4, 8, 16, 32}) {
+        std::vector<int> sub(static_cast<size_t>(kJumpBlocks));
+        for (int i = 0, k = 0; i < kJumpBlocks; ++i)  // the shuffled order's entries below nb, cycled
+            while (true) {
+                const int v = order[size_t(kJumpBlocks + (k++ % kJumpBlocks))];
+                if (v < nb) { sub[size_t(i)] = v; break; }
+            }
+        check(cudaMemcpy(d_order, sub.data(), sub.size() * sizeof(int), cudaMemcpyHostToDevice), "uploading an order");
+        const std::string label = std::to_string(nb) + " blocks";
+        run_jumps(b, reps, d_order, label.c_str(), 1, false);
+    }
     return 0;
 }
