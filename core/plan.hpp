@@ -70,9 +70,9 @@ struct PlanParams {
     // pass (a band stream alone on its TPC takes ~5 % shorter steps); 0.4–0.9 µs slower where every
     // kda task sits on an attn CTA (its TPC partner's weight copies then slow the attn role), and the
     // same within 0.2 µs where the tasks take more than one round. From 17 rows (bands over every CTA,
-    // 112 attn CTAs, 20 pairs): with kPairedMinTasks..kPairedMaxTasks kda tasks, where every shape
-    // measured gained (0.3–3.1 µs, 11 shapes); fewer (72–84) measured up to 1.3 µs slower, more within
-    // ±0.6 and 64×1 (768) ~3 µs slower, so those keep index order.
+    // 112 attn CTAs, 20 pairs): with kPairedMinTasks..kPairedMaxTasks kda tasks, where 9 of 12 shapes
+    // measured in the plan gained 0.1–4.8 µs and 3 lost up to 1.0 (mean −1.8); fewer tasks (72–84)
+    // measured up to 1.3 µs slower, more within ±0.6 and 64×1 (768) ~3 µs slower: index order there.
     static constexpr int kPairedMinTasks = 96, kPairedMaxTasks = 144;
     static bool k3_interleave(const Config& cfg, const PlanParams& p);
     // BadInput naming the field ("plan: blocks ...") when the plan cannot be built for cfg.
@@ -84,8 +84,9 @@ struct PlanParams {
 // CTA (every).
 enum class GemvBands { by_plan, spec, every };
 GemvBands parse_gemv_bands(const std::string& s);  // "auto" | "spec" | "every"; BadInput otherwise
-// Where the lists go in the launch, as the benchmark's --placement names it: the plan's rule for the
-// step (auto: PlanParams::k3_interleave), list b on launch CTA b (index), or paired (interleave_ctas).
+// Where the lists go in the launch, as `monokda gpu` and `monokda bench` --placement name it: the
+// plan's rule for the step (auto: PlanParams::k3_interleave), list b on launch CTA b (index), or
+// paired (interleave_ctas) whatever the rule says.
 enum class Placement { by_plan, index, paired };
 Placement parse_placement(const std::string& s);  // "auto" | "index" | "paired"; BadInput otherwise
 void apply_gemv_bands(PlanParams& p, GemvBands b);  // gemv_every_cta, unless by_plan (spec: one attn CTA a slice too)
