@@ -39,6 +39,26 @@ __device__ __forceinline__ void body(float (&a)[8], float b, float c) {
     for (int i = 0; i < N; ++i) a[i & 7] = fmaf(a[i & 7], b, c);
 }
 
+// Three passes of run(a, b, c) by the whole CTA, a stamp before each and after the last; the FMA
+// chains' inputs come from memory and their result is kept live, so nothing is folded away.
+template <class Run>
+__device__ __forceinline__ void three_passes(const float* in, float* out, uint64_t* stamps, Run run) {
+    float a[8];
+    for (int i = 0; i < 8; ++i) a[i] = in[2] + float(threadIdx.x) * 1e-3f + float(i);
+    const float b = in[0], c = in[1];
+    __syncthreads();
+#pragma unroll 1
+    for (int pass = 0; pass < 3; ++pass) {
+        if (threadIdx.x == 0) stamps[pass] = now_ns();
+        run(a, b, c);
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) stamps[3] = now_ns();
+    float s = 0.f;
+    for (int i = 0; i < 8; ++i) s += a[i];
+    if (s == 1234.5f) out[threadIdx.x] = s;  // never true for the inputs used
+}
+
 // CTA 0: wait `delay_ns` (the streamers get going), then three passes over the body, stamped.
 // Other CTAs: stream `n16` 16-byte words with four loads in flight a thread, until CTA 0 is done.
 template <int N>
@@ -48,23 +68,8 @@ __global__ void __launch_bounds__(kThreads, 1) probe(const float* in, float* out
         const uint64_t t0 = now_ns();
         while (now_ns() - t0 < uint64_t(delay_ns)) {
         }
-        float a[8];
-        for (int i = 0; i < 8; ++i) a[i] = in[2] + float(threadIdx.x) * 1e-3f + float(i);
-        const float b = in[0], c = in[1];
-        __syncthreads();
-#pragma unroll 1
-        for (int pass = 0; pass < 3; ++pass) {
-            if (threadIdx.x == 0) stamps[pass] = now_ns();
-            body<N>(a, b, c);
-            __syncthreads();
-        }
-        if (threadIdx.x == 0) {
-            stamps[3] = now_ns();
-            *done = 1;
-        }
-        float s = 0.f;
-        for (int i = 0; i < 8; ++i) s += a[i];
-        if (s == 1234.5f) out[threadIdx.x] = s;  // never true for the inputs used; keeps the chains live
+        three_passes(in, out, stamps, [](float (&a)[8], float b, float c) { body<N>(a, b, c); });
+        if (threadIdx.x == 0) *done = 1;
         return;
     }
     uint32_t x = 0;
@@ -95,29 +100,17 @@ __global__ void __launch_bounds__(kThreads, 1) probe_jumps(const float* in, floa
                                                           const int* order, int warps) {
     __shared__ int seq[kJumpBlocks];  // the order in shared memory: pass 0 waits for no data load
     if (threadIdx.x < kJumpBlocks) seq[threadIdx.x] = order[threadIdx.x];
-    float a[8];
-    for (int i = 0; i < 8; ++i) a[i] = in[2] + float(threadIdx.x) * 1e-3f + float(i);
-    const float b = in[0], c = in[1];
-    __syncthreads();
+    three_passes(in, out, stamps, [&](float (&a)[8], float b, float c) {
+        if (int(threadIdx.x) >= 32 * warps) return;
 #pragma unroll 1
-    for (int pass = 0; pass < 3; ++pass) {
-        if (threadIdx.x == 0) stamps[pass] = now_ns();
-        if (int(threadIdx.x) < 32 * warps) {
-#pragma unroll 1
-            for (int i = 0; i < kJumpBlocks; ++i) {
-                switch (seq[i]) {
-                    MONOKDA_CASES8(0) MONOKDA_CASES8(8) MONOKDA_CASES8(16) MONOKDA_CASES8(24)
-                    MONOKDA_CASES8(32) MONOKDA_CASES8(40) MONOKDA_CASES8(48) MONOKDA_CASES8(56)
-                    default: break;
-                }
+        for (int i = 0; i < kJumpBlocks; ++i) {
+            switch (seq[i]) {
+                MONOKDA_CASES8(0) MONOKDA_CASES8(8) MONOKDA_CASES8(16) MONOKDA_CASES8(24)
+                MONOKDA_CASES8(32) MONOKDA_CASES8(40) MONOKDA_CASES8(48) MONOKDA_CASES8(56)
+                default: break;
             }
         }
-        __syncthreads();
-    }
-    if (threadIdx.x == 0) stamps[3] = now_ns();
-    float s = 0.f;
-    for (int i = 0; i < 8; ++i) s += a[i];
-    if (s == 1234.5f) out[threadIdx.x] = s;
+    });
 }
 #undef MONOKDA_CASES8
 #undef MONOKDA_CASE
