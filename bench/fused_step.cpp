@@ -55,6 +55,7 @@ public:
         Plan plan = gpu::device_plan(step, choices_.gemv_bands, choices_.attn_parts, choices_.placement);  // one CTA a multiprocessor, as the launcher requires
         gpu::LaunchOptions opt;  // the production launch: matrix-unit in_proj, no hand-off export
         opt.weight_evict_first = choices_.weight_evict_first;
+        opt.weight_pace_ns = choices_.weight_pace_ns;
         if (variant != FusedVariant::full) {
             // drop the later roles' instructions; the mailboxes they would fill then have no
             // producer, which the launcher's plan check rightly calls a problem: skip that check

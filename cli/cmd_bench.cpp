@@ -5,6 +5,7 @@
 #include "cli/options.hpp"
 #include "core/atomic_write.hpp"
 #include "core/plan.hpp"
+#include "kernels/kda_pre.hpp"
 #ifdef MONOKDA_HAVE_GPU_BENCH
 #include "bench/gpu_bench.hpp"
 #endif
@@ -26,7 +27,7 @@ void require_bench_shape(const std::string& option, long r, long l) {
 int cmd_bench(const Args& args) {
     po::options_description opts("monokda bench");
     int R = 0, L = 0, nb = 4, reps = 200, sets = 4;
-    std::string out, commit, plant, shapes, evict, gemv, parts, placement;
+    std::string out, commit, plant, shapes, evict, gemv, parts, placement, pace;
     opts.add_options()
         ("R", po::value(&R), "requests (with --L: one shape instead of the sweep)")
         ("L", po::value(&L), "tokens a request (with --R)")
@@ -44,6 +45,8 @@ int cmd_bench(const Args& args) {
          "slices) | every (every CTA)")
         ("attn-parts", po::value(&parts)->default_value("auto"),
          "the fused kernel's attn CTAs a slice (its rows split between them): auto (the plan's choice) | 1 | 2")
+        ("weight-pace", po::value(&pace)->default_value("auto"),
+         "ns between the fused kernel's weight steps copied before x exists: auto (the launcher's choice) | 0..20000")
         ("placement", po::value(&placement)->default_value("auto"),
          "the fused kernel's lists on launch CTAs: auto (the plan's rule) | index (list b on CTA b) | paired (attn "
          "list c on launch CTA 2c, list A + c on 2c + 1)")
@@ -56,7 +59,7 @@ int cmd_bench(const Args& args) {
     const std::string usage =
         "monokda bench [--R R --L L | --shapes RxL,...] [--nb 4] [--block-write] [--reps 200] [--sets 4] [--no-fused]\n"
         "              [--weight-evict first|normal] [--gemv-bands auto|spec|every] [--attn-parts auto|1|2]\n"
-        "              [--placement auto|index|paired] [-o results.json]\n"
+        "              [--placement auto|index|paired] [--weight-pace auto|NS] [-o results.json]\n"
         "       monokda bench --check [--R R --L L --nb 4] [--plant TENSOR] [-o report.md]";
     if (!parse_args(args, usage, opts, pos, vm)) return 0;
     if (vm.count("R") != vm.count("L")) bad_input("--R and --L go together");
@@ -67,6 +70,13 @@ int cmd_bench(const Args& args) {
     if (parts != "auto" && parts != "1" && parts != "2") bad_input("--attn-parts must be auto, 1 or 2 (got '" + parts + "')");
     const int attn_parts = parts == "auto" ? 0 : std::stoi(parts);
     const Placement place = parse_placement(placement);
+    int pace_ns = -1;
+    if (pace != "auto") {
+        const std::optional<long> v = parse_int(pace);
+        if (!v || *v < 0 || *v > gpu::kMaxWeightPaceNs)
+            bad_input("--weight-pace must be auto or 0.." + std::to_string(gpu::kMaxWeightPaceNs) + " ns (got '" + pace + "')");
+        pace_ns = int(*v);
+    }
     std::vector<std::pair<int, int>> shape_list;
     if (vm.count("R")) shape_list.push_back({R, L});
     if (vm.count("shapes")) {
@@ -82,7 +92,7 @@ int cmd_bench(const Args& args) {
         if (shape_list.empty()) bad_input("--shapes: no shape given");
     }
 #ifndef MONOKDA_HAVE_GPU_BENCH
-    (void)nb; (void)reps; (void)sets; (void)bands; (void)attn_parts; (void)place;
+    (void)nb; (void)reps; (void)sets; (void)bands; (void)attn_parts; (void)place; (void)pace_ns;
     bad_input("this monokda was built without CUDA; configure with -DMONOKDA_CUDA=ON to run the GPU benchmark");
 #else
     if (vm.count("check")) {
@@ -120,6 +130,7 @@ int cmd_bench(const Args& args) {
     o.fused_choices.gemv_bands = bands;
     o.fused_choices.attn_parts = attn_parts;
     o.fused_choices.placement = place;
+    o.fused_choices.weight_pace_ns = pace_ns;
     o.commit = commit;
     o.command = "monokda bench";
     for (const auto& a : args) o.command += " " + a;

@@ -79,6 +79,7 @@ struct KdaArgs {
     KdaErrorRecord* error;
     uint64_t poll_timeout_ns;
     int w_evict_first;  // gemv pass: the weight's copies marked evict-first in L2
+    int w_pace_ns;      // gemv pass: ns between the weight steps copied before x exists (LaunchOptions::weight_pace_ns)
     uint64_t* trace;  // null, or kTraceWords clock stamps a CTA (MONOKDA_TRACE, docs/performance.md)
 };
 

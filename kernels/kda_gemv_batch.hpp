@@ -258,7 +258,17 @@ __device__ __forceinline__ bool batch_steps(const KdaArgs& a, Ctl& c, const Weig
         for (int u = 0; u < kTilesPerWarp; ++u) acc[gi][u][0] = acc[gi][u][1] = acc[gi][u][2] = acc[gi][u][3] = 0.0f;
 
     const uint64_t policy = l2_policy(a.w_evict_first);
-    for (int ch = 0; ch < w_ahead; ++ch) batch_issue_w<kBandGroups>(map, sm, groups, G, band, ch, ch, policy);  // before x exists
+    // before x exists, a.w_pace_ns apart: issued together, the 66 bands' first 9.5 MB held up the attn
+    // role's hand-offs through L2 (a gate's reads ~1.3 µs each); paced, the gate ends ~1.4 µs earlier
+    // at one token (docs/performance.md, "The first weight steps paced")
+    for (int ch = 0; ch < w_ahead; ++ch) {
+        if (ch && a.w_pace_ns && threadIdx.x == 0) {
+            const uint64_t t0 = now_ns();
+            while (now_ns() - t0 < uint64_t(a.w_pace_ns)) {
+            }
+        }
+        batch_issue_w<kBandGroups>(map, sm, groups, G, band, ch, ch, policy);
+    }
     if (threadIdx.x >= kThreads - 32) warm_exp();  // for the kda tasks after the pass, while x is awaited
     bool ok = true;
     int x_seen = 0;  // XRDY entries 0..x_seen-1 seen ready (batch_wait_x)

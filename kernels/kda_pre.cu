@@ -417,6 +417,9 @@ KdaLauncher::KdaLauncher(const Plan& plan, const LaunchOptions& opt) : impl_(new
         if (!problems.empty()) bad_input("kda_pre kernel: the plan is unsound: " + problems.front());
     }
     if (opt.poll_timeout_ms < 1) bad_input("kda_pre: poll timeout must be at least 1 ms");
+    if (opt.weight_pace_ns < -1 || opt.weight_pace_ns > kMaxWeightPaceNs)
+        bad_input("kda_pre: weight pace must be -1 (the launcher's choice) or 0.." + std::to_string(kMaxWeightPaceNs) +
+                  " ns (got " + std::to_string(opt.weight_pace_ns) + ")");
     impl_->opt = opt;
 
     Impl& m = *impl_;
@@ -490,6 +493,9 @@ void KdaLauncher::launch(const KdaTensors& t, void* stream) {
     a.poll_timeout_ns = uint64_t(impl_->opt.poll_timeout_ms) * 1000000ull;
     a.trace = impl_->d_trace;
     a.w_evict_first = impl_->opt.weight_evict_first ? 1 : 0;
+    a.w_pace_ns = impl_->opt.weight_pace_ns >= 0              ? impl_->opt.weight_pace_ns
+                  : impl_->plan.params().gemv_every_cta ? 0
+                                                            : kWeightPaceNs;
 #if MONOKDA_NVIDIA
     if (impl_->wmap_of != a.in_proj_w) {
         encode_weight_map(impl_->wmap, a.in_proj_w);

@@ -86,7 +86,14 @@ struct LaunchOptions {
     // launch leaves before what the next launch reads again (code, states, small tensors);
     // docs/results/performance-history.md (dd3aab5's section) has the A/B (`monokda bench --weight-evict first|normal`).
     bool weight_evict_first = true;
+    // NVIDIA gemv pass: the weight steps a band copies before x exists go this many ns apart
+    // (0: together; up to kMaxWeightPaceNs), so that their burst does not hold up the attn role's
+    // hand-offs through L2. -1: the launcher's choice, kWeightPaceNs where the plan's bands lie past
+    // the attn CTAs (up to 16 rows) and 0 where they cover every CTA (docs/performance.md, "The first
+    // weight steps paced"; `monokda bench --weight-pace`).
+    int weight_pace_ns = -1;
 };
+constexpr int kWeightPaceNs = 1000, kMaxWeightPaceNs = 20000;
 
 // Uploads a plan once and launches kda_pre with it, as often as asked, on one stream.
 class KdaLauncher {

@@ -55,6 +55,11 @@ TEST_CASE("bench option errors are bad input") {
     const Result place = run("bench --R 2 --L 4 --placement pairs");
     CHECK(place.code == 2);
     CHECK(place.out.find("--placement must be auto, index or paired (got 'pairs')") != std::string::npos);
+    for (const char* v : {"-1", "20001", "fast"}) {
+        const Result pc = run(std::string("bench --R 2 --L 4 --weight-pace ") + v);
+        CHECK(pc.code == 2);
+        CHECK(pc.out.find("--weight-pace must be auto or 0..20000 ns") != std::string::npos);
+    }
 }
 
 TEST_CASE("monokda-bench-cpu renders a detail file and refuses a broken one") {

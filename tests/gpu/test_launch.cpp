@@ -78,6 +78,23 @@ TEST_CASE("1000 graph replays of one step, states restored between, give identic
     log_line("launch.md", b);
 }
 
+TEST_CASE("launch options out of range are refused before anything runs") {
+    require_gpu();
+    const StepInputs in = make_case(Case{1, 2, 2, false, ConvLayout::sd, 41});
+    const Plan plan = gpu::device_plan(in.cfg);
+    for (int pace : {-2, gpu::kMaxWeightPaceNs + 1}) {
+        gpu::LaunchOptions lo;
+        lo.weight_pace_ns = pace;
+        CHECK_THROWS_WITH_AS(gpu::KdaLauncher(plan, lo), doctest::Contains("weight pace must be"), BadInput);
+    }
+    gpu::LaunchOptions lo;
+    lo.poll_timeout_ms = 0;
+    CHECK_THROWS_WITH_AS(gpu::KdaLauncher(plan, lo), doctest::Contains("poll timeout"), BadInput);
+    lo.poll_timeout_ms = 2000;
+    lo.weight_pace_ns = gpu::kMaxWeightPaceNs;  // the largest pace still launches
+    CHECK_NOTHROW(gpu::KdaLauncher(plan, lo));
+}
+
 TEST_CASE("a mailbox that is never filled: the polls give up and the error names the entry") {
     require_gpu();
     const StepInputs in = make_case(Case{1, 2, 2, false, ConvLayout::sd, 41});
