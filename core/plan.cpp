@@ -300,7 +300,7 @@ static void add_groups(std::vector<Plan::Wait>& w, int32_t group, const Plan& p,
     }
 }
 
-void Plan::derive_one(const Instr& in, std::vector<Wait>& w, std::vector<MailboxRef>& pr) const {
+bool Plan::derive_one(const Instr& in, std::vector<Wait>& w, std::vector<MailboxRef>& pr) const {
     const Config& c = cfg_;
     const int S = c.S(), E = c.E(), rows = params_.kda_chunk_rows, qs = qk_share();
     // a slice instruction's operands, and its rows
@@ -312,54 +312,56 @@ void Plan::derive_one(const Instr& in, std::vector<Wait>& w, std::vector<Mailbox
         case Op::ATTN_PART:
             for (int row = r0; row < r1; ++row)
                 for (int src = 0; src <= c.nb; ++src) pr.push_back(part(row, src, in.a));
-            break;
+            return slice_ok();
         case Op::ATTN_GATE:
-            if (in.a < 0 || in.a >= S) break;
+            if (in.a < 0 || in.a >= S) return false;
             for (int src = 0; src <= c.nb; ++src)
                 for (int j = 0; j < n_attn_; ++j) w.push_back({part(in.a, src, j), 0});
             pr.push_back(wgt(in.a));
-            break;
+            return true;
         case Op::ATTN_MIX:
             for (int row = r0; row < r1; ++row) w.push_back({wgt(row), row});
             for (int row = r0; row < r1; ++row) pr.push_back(msq(row, in.a));
-            break;
+            return slice_ok();
         case Op::ATTN_X:
             for (int row = r0; row < r1; ++row)
                 for (int j = 0; j < n_attn_; ++j) w.push_back({msq(row, j), row});
             if (r1 > r0) pr.push_back(xrdy(in.a, in.b));
-            break;
-        case Op::GEMV_PREFETCH: break;
+            return slice_ok();
+        case Op::GEMV_PREFETCH: return true;  // (its operand is checked by the GEMV_GROUP it goes with)
         case Op::GEMV_GROUP:
-            if (in.a < 0 || in.a >= n_groups_) break;
+            if (in.a < 0 || in.a >= n_groups_) return false;
             for (int j = 0; j < n_attn_; ++j)
                 for (int part = 0; part < attn_parts(); ++part) w.push_back({xrdy(j, part), j});
             pr.push_back(proj(in.a));
-            break;
-        case Op::KDA_LOAD: break;
+            return true;
+        case Op::KDA_LOAD: return true;  // (its task's later instructions check the operands)
         case Op::KDA_CONV:
-            if (!task_ok()) break;
+            if (!task_ok()) return false;
             add_groups(w, 0, *this, in.b * c.K + in.c * qs, qs, seen);              // q share
             add_groups(w, 0, *this, E + in.b * c.K + in.c * qs, qs, seen);          // k share
             add_groups(w, 0, *this, 2 * E + in.b * c.V + in.c * rows, rows, seen);  // v rows
             if (n_chunks_ > 1) add_groups(w, 0, *this, c.col_fa(), c.F, seen);      // f_a: the g1 share
             pr.push_back(qk(in.a, in.b, in.c));
-            break;
+            return true;
         case Op::KDA_REC:
-            if (!task_ok()) break;
+            if (!task_ok()) return false;
             for (int cc = 0; cc < n_chunks_; ++cc)
                 if (cc != in.c) w.push_back({qk(in.a, in.b, cc), 0});
             if (n_chunks_ == 1) add_groups(w, 0, *this, c.col_fa(), c.F, seen);  // f_a (with chunks: KDA_CONV's, g1 through QK)
             add_groups(w, 0, *this, c.col_beta() + in.b, 1, seen);
+            if (g2_in_rec()) add_groups(w, 0, *this, c.col_g2() + in.b * c.V + in.c * rows, rows, seen);
             for (int t = 0; t < c.L; ++t) pr.push_back(onrm(in.a * c.L + t, in.b, in.c));
-            break;
+            return true;
         case Op::KDA_NORM:
-            if (!task_ok()) break;
+            if (!task_ok()) return false;
             for (int t = 0; t < c.L; ++t)
                 for (int cc = 0; cc < n_chunks_; ++cc)
                     if (cc != in.c) w.push_back({onrm(in.a * c.L + t, in.b, cc), 0});
-            add_groups(w, 0, *this, c.col_g2() + in.b * c.V + in.c * rows, rows, seen);
-            break;
+            if (!g2_in_rec()) add_groups(w, 0, *this, c.col_g2() + in.b * c.V + in.c * rows, rows, seen);
+            return true;
     }
+    return false;  // an unknown opcode (reported on its own)
 }
 
 void Plan::derive() {
@@ -377,9 +379,8 @@ void Plan::derive() {
             if (op < int(Op::ATTN_PART) || op > int(Op::KDA_NORM))
                 derive_problems_.push_back("CTA " + std::to_string(cta) + " instruction " + std::to_string(i) +
                                            ": unknown opcode " + std::to_string(op));
-            derive_one(l[i], waits_[cta][i], produces_[cta][i]);
-            if (op != int(Op::GEMV_PREFETCH) && op != int(Op::KDA_LOAD) && produces_[cta][i].empty() &&
-                waits_[cta][i].empty())
+            if (!derive_one(l[i], waits_[cta][i], produces_[cta][i]) && op >= int(Op::ATTN_PART) &&
+                op <= int(Op::KDA_NORM))
                 derive_problems_.push_back("CTA " + std::to_string(cta) + " " + describe(l[i]) +
                                            ": operands out of range");
             for (const MailboxRef& e : produces_[cta][i]) {
