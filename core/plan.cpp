@@ -350,7 +350,6 @@ bool Plan::derive_one(const Instr& in, std::vector<Wait>& w, std::vector<Mailbox
                 if (cc != in.c) w.push_back({qk(in.a, in.b, cc), 0});
             if (n_chunks_ == 1) add_groups(w, 0, *this, c.col_fa(), c.F, seen);  // f_a (with chunks: KDA_CONV's, g1 through QK)
             add_groups(w, 0, *this, c.col_beta() + in.b, 1, seen);
-            if (g2_in_rec()) add_groups(w, 0, *this, c.col_g2() + in.b * c.V + in.c * rows, rows, seen);
             for (int t = 0; t < c.L; ++t) pr.push_back(onrm(in.a * c.L + t, in.b, in.c));
             return true;
         case Op::KDA_NORM:
@@ -358,7 +357,7 @@ bool Plan::derive_one(const Instr& in, std::vector<Wait>& w, std::vector<Mailbox
             for (int t = 0; t < c.L; ++t)
                 for (int cc = 0; cc < n_chunks_; ++cc)
                     if (cc != in.c) w.push_back({onrm(in.a * c.L + t, in.b, cc), 0});
-            if (!g2_in_rec()) add_groups(w, 0, *this, c.col_g2() + in.b * c.V + in.c * rows, rows, seen);
+            add_groups(w, 0, *this, c.col_g2() + in.b * c.V + in.c * rows, rows, seen);
             return true;
     }
     return false;  // an unknown opcode (reported on its own)

@@ -212,11 +212,6 @@ public:
     int n_chunks() const { return n_chunks_; }  // V / kda_chunk_rows
     int qk_share() const { return cfg_.K / n_chunks_; }  // q (and k) channels a kda task convolves
     int n_kda_tasks() const { return cfg_.R * cfg_.H * n_chunks_; }
-    // KDA_REC waits for the task's g2 groups and reads g2 for KDA_NORM, which then makes no round
-    // trip: where the bands lie past the attn CTAs every PROJ group lands at the pass's end, so the
-    // wait costs REC nothing; with bands over every CTA g2's may land later, and KDA_NORM waits. (The
-    // AMD build has no shared memory to spare: its KDA_NORM reads g2, after the same team's wait.)
-    bool g2_in_rec() const { return !params_.gemv_every_cta; }
     // a with_kda_teams list past the launch's CTAs holds kda tasks only
     Role first_role(int cta) const {
         return cta < n_attn_ctas() ? Role::attn : cta < launch_blocks() ? Role::gemv : Role::kda;

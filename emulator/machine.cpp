@@ -88,7 +88,6 @@ struct Cta {
     std::vector<char> x_checked;       // gemv: x slices whose reads passed the checks in this step
     int a_eff = 1;                     // kda: num_accepted the task uses
     std::vector<float> obar;           // kda: o of the task's rows as bf16 values, [L][rows]
-    std::vector<float> g2;             // kda: the task's g2, read by KDA_REC where Plan::g2_in_rec, [L][rows]
 };
 
 struct Stop {};
@@ -1067,13 +1066,6 @@ private:
             for (int t = 0; t < L; ++t)
                 for (int v = 0; v < rows; ++v) mark("o", size_t(r * L + t) * size_t(E) + size_t(h * cfg_.V + v0 + v), cta);
         }
-        if (plan_.g2_in_rec()) {  // for KDA_NORM, which then reads nothing of PROJ
-            c.g2.assign(size_t(L) * size_t(rows), 0.f);
-            for (int t = 0; t < L; ++t)
-                for (int v = 0; v < rows; ++v)
-                    c.g2[size_t(t) * size_t(rows) + size_t(v)] =
-                        f(read_data(cta, SP_PROJ, r * L + t, cfg_.col_g2() + h * cfg_.V + v0 + v));
-        }
         for (int t = 0; t < L; ++t) {
             const float* ob = &c.obar[size_t(t) * size_t(rows)];
             float ms = ob[0] * ob[0];
@@ -1095,8 +1087,7 @@ private:
             float ms = combine(cta, "Σō² of row " + std::to_string(s) + " head " + std::to_string(h), split, split, 0);
             float rr = 1.0f / std::sqrt(ms / float(V) + eps);
             for (int v = 0; v < rows; ++v) {
-                const float g2 = plan_.g2_in_rec() ? c.g2[size_t(t) * size_t(rows) + size_t(v)]
-                                                   : f(read_data(cta, SP_PROJ, s, cfg_.col_g2() + h * V + v0 + v));
+                const float g2 = f(read_data(cta, SP_PROJ, s, cfg_.col_g2() + h * V + v0 + v));
                 const float ob = c.obar[size_t(t) * size_t(rows) + size_t(v)];
                 const size_t at = size_t(s) * size_t(E) + size_t(h * V + v0 + v);
                 out_.core_out[at] = bf16::round(((ob * rr) * f(in.o_norm_w[size_t(v0 + v)])) * sigmoid(g2));

@@ -80,7 +80,6 @@ struct KdaArgs {
     uint64_t poll_timeout_ns;
     int w_evict_first;  // gemv pass: the weight's copies marked evict-first in L2
     int w_pace_ns;      // gemv pass: ns between the weight steps copied before x exists (LaunchOptions::weight_pace_ns)
-    int g2_in_rec;      // Plan::g2_in_rec: KDA_REC waits for g2 and reads it for KDA_NORM
     uint64_t* trace;  // null, or kTraceWords clock stamps a CTA (MONOKDA_TRACE, docs/performance.md)
 };
 

@@ -493,7 +493,6 @@ void KdaLauncher::launch(const KdaTensors& t, void* stream) {
     a.poll_timeout_ns = uint64_t(impl_->opt.poll_timeout_ms) * 1000000ull;
     a.trace = impl_->d_trace;
     a.w_evict_first = impl_->opt.weight_evict_first ? 1 : 0;
-    a.g2_in_rec = impl_->plan.g2_in_rec() ? 1 : 0;
     a.w_pace_ns = impl_->opt.weight_pace_ns >= 0              ? impl_->opt.weight_pace_ns
                   : impl_->plan.params().gemv_every_cta ? 0
                                                             : kWeightPaceNs;

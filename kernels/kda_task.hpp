@@ -45,9 +45,6 @@ struct alignas(16) KdaSmem {  // the arrays read as 16-byte vectors start at 16-
     float onw[k3::V];                     // o_norm_w (the same for every task)
     uint16_t win[kOwned][k3::W - 1];      // conv_state entries a-1, a, a+1 (raw bf16)
     uint16_t obits[k3::kMaxL][kChunkRows];
-#if MONOKDA_NVIDIA  // (AMD's 64 KB has no room: there KDA_NORM reads g2 itself, after KDA_REC's wait)
-    uint16_t g2bits[k3::kMaxL][kChunkRows];  // g2 of the task's rows, read by KDA_REC where KdaArgs::g2_in_rec
-#endif
     int32_t idx[k3::kMaxL];
     int32_t slot0, accepted, init;
     int32_t head, chunk;                  // whose fbw, convw, dtb and A are loaded (-1: none yet)
@@ -327,12 +324,10 @@ __device__ bool KdaTask<kChunkRows>::rec(const KdaArgs& a, Ctl& c_, Smem& sm, in
                 [&](int i) { return (r * k3::H + h) * kChunks + (i < c ? i : i + 1); }, team))
             return false;
     }
-    // beta's group, and f_a's with one task a head (with chunks KDA_CONV waited for f_a: g1 came through
-    // QK); where the plan says so (Plan::g2_in_rec) the task's g2 groups too, read here for KDA_NORM
+    // beta's group, and f_a's with one task a head (with chunks KDA_CONV waited for f_a: g1 came through QK)
     constexpr int kFaWaits = kChunks > 1 ? 0 : kFaGroups;
-    const int g2_group = (3 * k3::E + h * k3::V + c * kChunkRows) / k3::kGroupRows;
-    if (!wait_proj(a, c_, kFaWaits + 1 + (a.g2_in_rec ? kChunkRows / k3::kGroupRows : 0), [&](int i) {
-            return i < kFaWaits ? kFaGroup + i : i == kFaWaits ? (kFaCol + k3::F + h) / k3::kGroupRows : g2_group + i - kFaWaits - 1;
+    if (!wait_proj(a, c_, kFaWaits + 1, [&](int i) {
+            return i < kFaWaits ? kFaGroup + i : (kFaCol + k3::F + h) / k3::kGroupRows;
         }, team))
         return false;
 
@@ -370,22 +365,7 @@ __device__ bool KdaTask<kChunkRows>::rec(const KdaArgs& a, Ctl& c_, Smem& sm, in
         }
     }
     const uint16_t betav = team.tid < L ? ld_cg_u16(a.proj + size_t(r * L + team.tid) * k3::N + kFaCol + k3::F + h) : 0;
-#if MONOKDA_NVIDIA
-    uint16_t g2v[kOutPer<kChunkRows>];
-#pragma unroll
-    for (int j = 0; j < kOutPer<kChunkRows>; ++j) {
-        const int it = team.tid + j * team.n, t = it / kChunkRows, v = it % kChunkRows;
-        g2v[j] = a.g2_in_rec && t < L ? ld_cg_u16(a.proj + size_t(r * L + t) * k3::N + 3 * k3::E + h * k3::V + c * kChunkRows + v) : 0;
-    }
-#endif
     async_wait<0>();
-#if MONOKDA_NVIDIA
-#pragma unroll
-    for (int j = 0; j < kOutPer<kChunkRows>; ++j) {
-        const int it = team.tid + j * team.n, t = it / kChunkRows, v = it % kChunkRows;
-        if (a.g2_in_rec && t < L) sm.g2bits[t][v] = g2v[j];
-    }
-#endif
 #pragma unroll
     for (int j = 0; j < kTokenColsPer; ++j) {
         const int it = team.tid + j * team.n, t = it / k3::K, k = it % k3::K;
@@ -522,8 +502,8 @@ __device__ bool KdaTask<kChunkRows>::norm(const KdaArgs& a, Ctl& c_, Smem& sm, i
                             sm.onrm, team))
             return false;
     }
-    if (!a.g2_in_rec && !wait_proj(a, c_, kChunkRows / k3::kGroupRows,
-                                   [&](int i) { return (3 * k3::E + h * k3::V + c * kChunkRows) / k3::kGroupRows + i; }, team))
+    if (!wait_proj(a, c_, kChunkRows / k3::kGroupRows,
+                   [&](int i) { return (3 * k3::E + h * k3::V + c * kChunkRows) / k3::kGroupRows + i; }, team))
         return false;
     if (team.tid < L) {
         const float* p = sm.onrm + team.tid * kChunks;
@@ -536,12 +516,6 @@ __device__ bool KdaTask<kChunkRows>::norm(const KdaArgs& a, Ctl& c_, Smem& sm, i
 #pragma unroll
     for (int j = 0; j < kOutPer<kChunkRows>; ++j) {
         const int it = team.tid + j * team.n, t = it / kChunkRows, v = it % kChunkRows;
-#if MONOKDA_NVIDIA
-        if (a.g2_in_rec) {  // read by KDA_REC
-            g2v[j] = t < L ? sm.g2bits[t][v] : 0;
-            continue;
-        }
-#endif
         g2v[j] = t < L ? ld_cg_u16(a.proj + size_t(r * L + t) * k3::N + 3 * k3::E + h * k3::V + c * kChunkRows + v) : 0;
     }
 #pragma unroll
