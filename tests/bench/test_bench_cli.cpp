@@ -41,24 +41,20 @@ TEST_CASE("bench option errors are bad input") {
     CHECK(run("bench --shapes 2x4,16x8").code == 2);     // S > 64
     CHECK(run("bench --shapes 2x4 --R 2 --L 4").code == 2);
     // the fused kernel's launch choices, checked before anything runs (in every build)
-    const Result evict = run("bench --R 2 --L 4 --weight-evict sometimes");
-    CHECK(evict.code == 2);
-    CHECK(evict.out.find("--weight-evict must be first or normal") != std::string::npos);
-    const Result bands = run("bench --R 2 --L 4 --gemv-bands all");
-    CHECK(bands.code == 2);
-    CHECK(bands.out.find("--gemv-bands must be auto, spec or every") != std::string::npos);
-    for (const char* v : {"3", "0", "two"}) {
-        const Result parts = run(std::string("bench --R 2 --L 4 --attn-parts ") + v);
-        CHECK(parts.code == 2);
-        CHECK(parts.out.find("--attn-parts must be auto, 1 or 2") != std::string::npos);
-    }
-    const Result place = run("bench --R 2 --L 4 --placement pairs");
-    CHECK(place.code == 2);
-    CHECK(place.out.find("--placement must be auto, index or paired (got 'pairs')") != std::string::npos);
-    for (const char* v : {"-1", "20001", "fast"}) {
-        const Result pc = run(std::string("bench --R 2 --L 4 --weight-pace ") + v);
-        CHECK(pc.code == 2);
-        CHECK(pc.out.find("--weight-pace must be auto or 0..20000 ns") != std::string::npos);
+    struct Bad { const char* option; const char* message; };
+    for (const Bad b : {Bad{"--weight-evict sometimes", "--weight-evict must be first or normal"},
+                        Bad{"--gemv-bands all", "--gemv-bands must be auto, spec or every"},
+                        Bad{"--attn-parts 3", "--attn-parts must be auto, 1 or 2"},
+                        Bad{"--attn-parts 0", "--attn-parts must be auto, 1 or 2"},
+                        Bad{"--attn-parts two", "--attn-parts must be auto, 1 or 2"},
+                        Bad{"--placement pairs", "--placement must be auto, index or paired (got 'pairs')"},
+                        Bad{"--weight-pace -1", "--weight-pace must be auto or 0..20000 ns"},
+                        Bad{"--weight-pace 20001", "--weight-pace must be auto or 0..20000 ns"},
+                        Bad{"--weight-pace fast", "--weight-pace must be auto or 0..20000 ns"}}) {
+        CAPTURE(b.option);
+        const Result r = run(std::string("bench --R 2 --L 4 ") + b.option);
+        CHECK(r.code == 2);
+        CHECK(r.out.find(b.message) != std::string::npos);
     }
 }
 
