@@ -54,6 +54,10 @@ Placement parse_placement(const std::string& s) {
     bad_input("--placement must be auto, index or paired (got '" + s + "')");
 }
 
+void apply_placement(PlanParams& p, const Config& cfg, Placement placement) {
+    p.interleave_ctas = placement == Placement::by_plan ? PlanParams::k3_interleave(cfg, p) : placement == Placement::paired;
+}
+
 void apply_gemv_bands(PlanParams& p, GemvBands b) {
     if (b != GemvBands::by_plan) p.gemv_every_cta = b == GemvBands::every;
     if (b == GemvBands::spec) p.attn_row_parts = 1;  // SPEC §4's layout: the bands start past one CTA a slice
@@ -328,14 +332,14 @@ bool Plan::derive_one(const Instr& in, std::vector<Wait>& w, std::vector<Mailbox
                 for (int j = 0; j < n_attn_; ++j) w.push_back({msq(row, j), row});
             if (r1 > r0) pr.push_back(xrdy(in.a, in.b));
             return slice_ok();
-        case Op::GEMV_PREFETCH: return true;  // (its operand is checked by the GEMV_GROUP it goes with)
+        case Op::GEMV_PREFETCH: return in.a >= 0 && in.a < n_groups_;  // waits for nothing, produces nothing
         case Op::GEMV_GROUP:
             if (in.a < 0 || in.a >= n_groups_) return false;
             for (int j = 0; j < n_attn_; ++j)
                 for (int part = 0; part < attn_parts(); ++part) w.push_back({xrdy(j, part), j});
             pr.push_back(proj(in.a));
             return true;
-        case Op::KDA_LOAD: return true;  // (its task's later instructions check the operands)
+        case Op::KDA_LOAD: return task_ok();  // waits for nothing, produces nothing
         case Op::KDA_CONV:
             if (!task_ok()) return false;
             add_groups(w, 0, *this, in.b * c.K + in.c * qs, qs, seen);              // q share

@@ -89,6 +89,8 @@ GemvBands parse_gemv_bands(const std::string& s);  // "auto" | "spec" | "every";
 // paired (interleave_ctas) whatever the rule says.
 enum class Placement { by_plan, index, paired };
 Placement parse_placement(const std::string& s);  // "auto" | "index" | "paired"; BadInput otherwise
+// interleave_ctas for p as it stands (the bands and parts already chosen): k3's rule, or as told
+void apply_placement(PlanParams& p, const Config& cfg, Placement placement);
 void apply_gemv_bands(PlanParams& p, GemvBands b);  // gemv_every_cta, unless by_plan (spec: one attn CTA a slice too)
 
 // Rows of attn part p when S rows are split over `parts` CTAs a slice: [begin(p), begin(p + 1)),

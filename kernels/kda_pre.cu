@@ -377,6 +377,7 @@ DeviceInfo probe() {
 struct KdaLauncher::Impl {
     Plan plan;
     LaunchOptions opt;
+    int pace_ns = 0;  // opt.weight_pace_ns resolved for the plan
     std::vector<int32_t> words;
     int32_t* d_plan = nullptr;
     uint64_t* d_tagged = nullptr;
@@ -421,6 +422,7 @@ KdaLauncher::KdaLauncher(const Plan& plan, const LaunchOptions& opt) : impl_(new
         bad_input("kda_pre: weight pace must be -1 (the launcher's choice) or 0.." + std::to_string(kMaxWeightPaceNs) +
                   " ns (got " + std::to_string(opt.weight_pace_ns) + ")");
     impl_->opt = opt;
+    impl_->pace_ns = opt.weight_pace_ns >= 0 ? opt.weight_pace_ns : plan.params().gemv_every_cta ? 0 : kWeightPaceNs;
 
     Impl& m = *impl_;
     m.words = plan.serialize();
@@ -493,9 +495,7 @@ void KdaLauncher::launch(const KdaTensors& t, void* stream) {
     a.poll_timeout_ns = uint64_t(impl_->opt.poll_timeout_ms) * 1000000ull;
     a.trace = impl_->d_trace;
     a.w_evict_first = impl_->opt.weight_evict_first ? 1 : 0;
-    a.w_pace_ns = impl_->opt.weight_pace_ns >= 0              ? impl_->opt.weight_pace_ns
-                  : impl_->plan.params().gemv_every_cta ? 0
-                                                            : kWeightPaceNs;
+    a.w_pace_ns = impl_->pace_ns;
 #if MONOKDA_NVIDIA
     if (impl_->wmap_of != a.in_proj_w) {
         encode_weight_map(impl_->wmap, a.in_proj_w);

@@ -76,8 +76,7 @@ Plan device_plan(const Config& cfg, GemvBands bands, int attn_parts, Placement p
     PlanParams p = PlanParams::k3_for(cfg, probe().sms);  // one CTA a multiprocessor
     apply_gemv_bands(p, bands);
     if (attn_parts > 0) p.attn_row_parts = std::min(attn_parts, cfg.S());  // a step of one row has one part
-    // the rule again, on the bands and parts chosen above
-    p.interleave_ctas = placement == Placement::by_plan ? PlanParams::k3_interleave(cfg, p) : placement == Placement::paired;
+    apply_placement(p, cfg, placement);  // the rule again, on the bands and parts chosen above
     return Plan::build(cfg, p);
 }
 

@@ -466,8 +466,35 @@ TEST_CASE("the structural checker fires on planted plan bugs") {
         for (auto& s : q.structural_problems())
             range |= s.find("KDA_NORM(r 0, h 12, chunk 0): operands out of range") != std::string::npos;
         CHECK(range);
-        q.set_instr(cta, at, {int32_t(Op::KDA_LOAD), 0, 12, 0});  // KDA_LOAD's operands go unchecked (its task's later instructions are)
-        for (auto& s : q.structural_problems()) CHECK(s.find("KDA_LOAD") == std::string::npos);
+        // the instructions that wait for nothing and produce nothing are checked too
+        q.set_instr(cta, at, {int32_t(Op::KDA_LOAD), 0, 12, 0});
+        bool load = false;
+        for (auto& s : q.structural_problems())
+            load |= s.find("KDA_LOAD(r 0, h 12, chunk 0): operands out of range") != std::string::npos;
+        CHECK(load);
+        Plan g = Plan::build(one, PlanParams::k3_for(one, 132));
+        const int band = g.gemv_cta(0);
+        REQUIRE(g.instrs(band)[0].opcode() == Op::GEMV_PREFETCH);
+        g.set_instr(band, 0, {int32_t(Op::GEMV_PREFETCH), g.n_groups(), 0, 0});
+        bool prefetch = false;
+        for (auto& s : g.structural_problems()) prefetch |= s.find("operands out of range") != std::string::npos;
+        CHECK(prefetch);
+    }
+    {  // apply_placement: the rule for the parameters as they stand, or as told
+        Config c8 = k3();
+        c8.R = 8, c8.L = 1, c8.slots = 9;
+        PlanParams pp8 = PlanParams::k3_for(c8, 132);
+        REQUIRE(pp8.interleave_ctas);
+        apply_placement(pp8, c8, Placement::index);
+        CHECK_FALSE(pp8.interleave_ctas);
+        apply_placement(pp8, c8, Placement::by_plan);
+        CHECK(pp8.interleave_ctas);
+        Config c1 = k3();
+        c1.R = 1, c1.L = 1, c1.slots = 2;
+        PlanParams pp1 = PlanParams::k3_for(c1, 132);
+        apply_placement(pp1, c1, Placement::paired);
+        CHECK(pp1.interleave_ctas);
+        CHECK(Plan::build(c1, pp1).n_paired() == 56);
     }
     {  // a missing XRDY store: drop ATTN_X of slice 5
         Plan q = p;
