@@ -11,9 +11,10 @@
 // 16 rows 2 of either (BatchStage::count). The plan's bands are wide up to 16 rows and narrow
 // above (PlanParams::kSpreadGemvMinS), where it deals them over every CTA and an attn CTA's pass
 // starts after its ATTN_X (docs/kernel.md, "gemv bands"). A CTA whose groups are not one band (a
-// hand-edited plan) gets one 16-row box a group, one box a lane. x goes through cp.async, as many
-// steps ahead as the rest of the pass's shared memory holds for this S, up to 3. The first steps'
-// weights are in flight before x exists. Same instructions, same waits (XRDY of every slice) and
+// hand-edited plan) gets one 16-row box a group, one box a lane. x goes through the copy engine too,
+// 4 boxes of the step's S rows × 64 columns, up to 3 steps ahead (XBatch); through cp.async, 16 bytes
+// a thread, its copies had set the step's pace from 17 rows (docs/performance.md, "x through the
+// copy engine"). The first steps' weights are in flight before x exists. Same instructions, same waits (XRDY of every slice) and
 // products (PROJ of every group, released when the pass ends) as the plan's; only the interleaving
 // differs.
 //
@@ -52,15 +53,23 @@ constexpr uint32_t kBandBytes = kBandRows * kBoxCols * 2;  // a narrow band box 
 static_assert(kBoxesPerStep == kKQuarters && kBatchGroups * kBoxesPerStep <= 32, "a lane a box, a quarter a box");
 static_assert(kBatchGroups == 2 * kBoxGroups, "a band's box is narrow or wide");
 
+// x of a step: 4 boxes (one a k-quarter) of S rows × 64 columns, 128 bytes a row with the weight's
+// 128-byte swizzle, each box on a 1024-byte boundary (the swizzle's period). Up to kXAhead steps
+// ahead of the one being used; the ring's barriers sit at the end of the pass's buffer.
+struct XBatch {
+    static constexpr int kAhead = 3;
+    static constexpr int kBarWords = 2 * (kAhead + 1);
+    __host__ __device__ static constexpr int box_words(int S) { return (S * kBoxWords + 255) / 256 * 256; }
+    __host__ __device__ static constexpr int stage_words(int S) { return kBoxesPerStep * box_words(S); }
+};
+
 struct GemvBatchSmem {
-    static constexpr int kXRowWords = kChunkCols / 2 + 4;  // 16-byte rows shifted 4 banks each
     static constexpr int kWideStageWords = kBoxesPerStep * 2 * kBandRows * kBoxWords;  // a step of 6 groups: 48 KB
     static constexpr int kMaxWStages = 8;
-    static constexpr int kDeepMaxS = 32;  // the buffer holds 4 steps of 6 groups (8 of 3) beside a 2-step x ring of this many rows
-    static constexpr int kDeepRingMaxS = 16;  // up to this S the pass keeps them all (BatchStage::count)
-    // weight stages first, then the x ring in what is left: S rows a step, as many steps as fit
-    // (the buffer also holds the pass's partials, red, at the end)
-    static constexpr int kBufWords = 4 * kWideStageWords + 2 * kDeepMaxS * kXRowWords;
+    static constexpr int kDeepRingMaxS = 16;  // up to this S the pass keeps 4 steps of 6 groups (8 of 3) (BatchStage::count)
+    // weight stages first, then the x ring in what is left, then the ring's barriers (the buffer
+    // also holds the pass's partials, red, once the barriers are retired)
+    static constexpr int kBufWords = 4 * kWideStageWords + (XBatch::kAhead + 1) * XBatch::stage_words(kDeepRingMaxS) + XBatch::kBarWords;
     union {
         uint32_t buf[kBufWords];
         float red[kKQuarters * kBatchGroups * k3::kGroupRows * k3::kMaxS];  // after the pass
@@ -92,11 +101,16 @@ static_assert(kBoxBytes % 1024 == 0 && kBandBytes % 1024 == 0, "every box starts
 static_assert(sizeof(float) * kKQuarters * kBatchGroups * k3::kGroupRows * k3::kMaxS <=
                   sizeof(uint32_t) * GemvBatchSmem::kBufWords,
               "the quarters' partials fit in the pass's buffer");
-static_assert(GemvBatchSmem::kBufWords - 3 * GemvBatchSmem::kWideStageWords >= 2 * k3::kMaxS * GemvBatchSmem::kXRowWords,
+static_assert(GemvBatchSmem::kBufWords - XBatch::kBarWords - 3 * GemvBatchSmem::kWideStageWords >=
+                  2 * XBatch::stage_words(k3::kMaxS),
               "with 3 steps of 6 groups, two steps of x fit at the largest S");
+static_assert((GemvBatchSmem::kBufWords - XBatch::kBarWords) % 2 == 0, "x's barriers are 8-byte aligned");
 
 __device__ __forceinline__ GemvBatchSmem& batch_smem(unsigned char* smem) {
     return *reinterpret_cast<GemvBatchSmem*>(smem + ((1024u - (smem_u32(smem) & 1023u)) & 1023u));
+}
+__device__ __forceinline__ uint64_t* x_bars(GemvBatchSmem& sm) {
+    return reinterpret_cast<uint64_t*>(sm.buf + GemvBatchSmem::kBufWords - XBatch::kBarWords);
 }
 
 // Step ch: thread 0 issues the band's 4 boxes (one a piece: a box instruction costs about as much
@@ -138,31 +152,25 @@ __device__ __forceinline__ bool batch_wait_w(const KdaArgs& a, const Ctl& c, Gem
                 kBoxWeightCopy, uint32_t(ch));
 }
 
-// x of step ch (S rows) into ring stage xst, through cp.async; one commit group a step.
-__device__ __forceinline__ void batch_issue_x(const KdaArgs& a, uint32_t* xring, int S, int xst, int ch) {
-    if (ch < kChunks) {
-        uint32_t* stage = xring + xst * S * GemvBatchSmem::kXRowWords;
-        for (int i = threadIdx.x; i < S * (kChunkCols / 8); i += kThreads) {
-            const int s = i / (kChunkCols / 8), q = i % (kChunkCols / 8);
-            copy16_async(stage + s * GemvBatchSmem::kXRowWords + q * 4, a.x + size_t(s) * k3::D + ch * kChunkCols + q * 8);
-        }
-    }
-    async_commit();
+// x of step ch (S rows) into ring stage xst through the copy engine, counted on xbar[xst]; issued by
+// warp 1's lane 0 (warp 0 issues the weight's boxes and polls XRDY). Called by every thread.
+__device__ __forceinline__ void batch_issue_x(const WeightMap* map, uint32_t* xring, uint64_t* xbar, int S, int xst, int ch) {
+    if (ch >= kChunks || threadIdx.x != 32) return;
+    uint32_t* stage = xring + xst * XBatch::stage_words(S);
+    fence_async_proxy_global();  // x was acquired through XRDY (generic proxy); the copy engine reads it
+    fence_async_proxy();         // the stage was last read by ldmatrix, before the step's barrier
+    mbar_arrive_expect(&xbar[xst], uint32_t(S) * kChunkCols * 2);
+    const uint64_t policy = l2_policy(false);  // every CTA reads the same x
+    for (int b = 0; b < kBoxesPerStep; ++b)
+        bulk_tensor_2d(stage + b * XBatch::box_words(S), &map->x, ch * kChunkCols + b * kBoxCols, 0, &xbar[xst], policy);
 }
 
-// Waits until at most n of this thread's newest commit groups are pending (n clamped to 7: waiting
-// for more than needed is still correct).
-__device__ __forceinline__ void async_wait_upto(int n) {
-    switch (n < 7 ? n : 7) {
-        case 0: async_wait<0>(); break;
-        case 1: async_wait<1>(); break;
-        case 2: async_wait<2>(); break;
-        case 3: async_wait<3>(); break;
-        case 4: async_wait<4>(); break;
-        case 5: async_wait<5>(); break;
-        case 6: async_wait<6>(); break;
-        default: async_wait<7>(); break;
-    }
+// Step ch's x (in stage st, its barrier's phase parity) has landed; as batch_wait_w (box kBoxXCopy).
+__device__ __forceinline__ bool batch_wait_x_landed(const KdaArgs& a, const Ctl& c, uint64_t* xbar, int st, uint32_t parity,
+                                                    int ch) {
+    uint64_t* bar = &xbar[st];
+    if (mbar_try_wait(bar, parity)) return true;
+    return spin(a, c, [&] { return mbar_try_wait(bar, parity); }, [](bool done) { return done; }, kBoxXCopy, uint32_t(ch));
 }
 
 // XRDY of both slices of step ch (every part of each: a slice's parts are consecutive entries).
@@ -230,23 +238,25 @@ __device__ __forceinline__ bool batch_steps(const KdaArgs& a, Ctl& c, const Weig
     using Stage = BatchStage<kBandGroups>;
     const int S = a.S, lane = threadIdx.x % 32, g = lane / 4, cq = lane % 4;
     uint32_t* xring = Stage::at(sm, nst);
-    // the x ring: as many steps as fit, up to kXAhead + 1 (4 for every band the plan deals, with
-    // BatchStage::count); x runs nx - 1 steps ahead.
-    // Not more: a thread's cp.async copies queue behind its earlier ones, so issuing all 28 steps of
-    // x at S = 1 before the first product took 7 µs (trace: first XRDY seen at 18.5 µs, the x
-    // copies issued at 25.3 µs)
-    constexpr int kXAhead = 3;
-    const int nx = min(kXAhead + 1, (GemvBatchSmem::kBufWords - nst * Stage::kWords) /
-                                        (S * GemvBatchSmem::kXRowWords)),
+    uint64_t* xbar = x_bars(sm);
+    // the x ring: as many steps as fit, up to XBatch::kAhead + 1 (4 for every band the plan deals,
+    // with BatchStage::count); x runs nx - 1 steps ahead. Not more: x is made while the pass waits,
+    // and a deeper ring only holds copies that cannot be issued yet.
+    const int nx = min(XBatch::kAhead + 1, (GemvBatchSmem::kBufWords - XBatch::kBarWords - nst * Stage::kWords) /
+                                               XBatch::stage_words(S)),
               x_ahead = nx - 1, w_ahead = nst - 1;
     // Fragments through ldmatrix. x: lane l gives row l % 8 of tile u's matrix (l / 8) % 2 (k words
-    // 0..3 or 4..7 of the k-step): token tile·8 + l % 8, the last token past S. Weights: lane l gives
-    // row R = ((l / 8) % 2)·8 + l % 8 of a group, 16-byte piece 2·st + l / 16 (swizzled by R % 8).
+    // 0..3 or 4..7 of the k-step): token tile·8 + l % 8, the last token past S, 16-byte piece 2·st +
+    // (l / 8) % 2 of its k-quarter's box, swizzled by the token's row % 8. Weights: lane l gives row
+    // R = ((l / 8) % 2)·8 + l % 8 of a group, 16-byte piece 2·st + l / 16 (swizzled by R % 8).
     const int lr = lane % 8, lhalf = (lane / 8) % 2, lpiece = lane / 16, wrow = lhalf * 8 + lr;
-    int tok[kTilesPerWarp];
+    int tok[kTilesPerWarp], tsw[kTilesPerWarp];
 #pragma unroll
-    for (int u = 0; u < kTilesPerWarp; ++u)
-        tok[u] = min((m.t0 + u * kTileWarps) * 8 + lr, S - 1) * GemvBatchSmem::kXRowWords + lhalf * 4;
+    for (int u = 0; u < kTilesPerWarp; ++u) {
+        const int row = min((m.t0 + u * kTileWarps) * 8 + lr, S - 1);
+        tok[u] = row * kBoxWords;
+        tsw[u] = row % 8;
+    }
     // A warp reads groups g0.. of the piece. With as many groups as the band (g0 = 0, or a narrow
     // band's second warp at one tile, whose groups are all dropped) it reads groups 0.., so its
     // reads stay inside the band and the offsets are constants.
@@ -275,20 +285,19 @@ __device__ __forceinline__ bool batch_steps(const KdaArgs& a, Ctl& c, const Weig
     for (int ch = 0; ch < x_ahead && ok; ++ch) {
         ok = batch_wait_x(a, c, x_seen, ch);
         if (ch == 0 && a.trace && threadIdx.x == 0) a.trace[blockIdx.x * kTraceWords + kTraceXFirst] = now_ns();
-        if (ok) batch_issue_x(a, xring, S, ch, ch);
+        if (ok) batch_issue_x(map, xring, xbar, S, ch, ch);
     }
     if (a.trace && threadIdx.x == 0) a.trace[blockIdx.x * kTraceWords + 1] = now_ns();
     // the rings' stages of step ch and the weight barrier's phase, kept as counters: a run-time
     // modulo is a chain of dependent instructions, and the step is a chain of them
     int wst = 0, xst = 0;
-    uint32_t wpar = 0;
+    uint32_t wpar = 0, xpar = 0;
     for (int ch = 0; ch < kChunks && ok; ++ch) {
         if (!batch_wait_x(a, c, x_seen, ch + x_ahead)) {  // polled now, issued once step ch-1's stages are free
             ok = false;
             break;
         }
-        async_wait_upto(x_ahead - 1);  // x steps 0..ch+x_ahead-1 issued: x(ch) has landed for this thread
-        const bool landed = batch_wait_w(a, c, sm, wst, wpar, ch);
+        const bool landed = batch_wait_x_landed(a, c, xbar, xst, xpar, ch) && batch_wait_w(a, c, sm, wst, wpar, ch);
         if (__syncthreads_or(!landed)) {  // for every thread: W(ch), x(ch); step ch-1's stages are free
             ok = false;
             break;
@@ -297,16 +306,16 @@ __device__ __forceinline__ bool batch_steps(const KdaArgs& a, Ctl& c, const Weig
         // steps ch + nst - 1 and ch + nx - 1 go where step ch - 1 was
         if (ch + w_ahead < kChunks)
             batch_issue_w<kBandGroups>(map, sm, groups, G, band, ch + w_ahead, wst ? wst - 1 : nst - 1, policy);
-        batch_issue_x(a, xring, S, xst ? xst - 1 : nx - 1, ch + x_ahead);
+        batch_issue_x(map, xring, xbar, S, xst ? xst - 1 : nx - 1, ch + x_ahead);
         // this warp's box (its k-quarter's 64 columns), rows of its groups
         const uint32_t* w = Stage::at(sm, wst) + (m.kw * Stage::kRows + g0 * k3::kGroupRows + wrow) * kBoxWords;
-        const uint32_t* xs = xring + xst * S * GemvBatchSmem::kXRowWords + m.kw * (kChunkKSteps / kKQuarters) * 8;
+        const uint32_t* xs = xring + xst * XBatch::stage_words(S) + m.kw * XBatch::box_words(S);
 #pragma unroll
         for (int st = 0; st < kChunkKSteps / kKQuarters; ++st) {  // k-step 4kw + st: box kw, its piece pair st
             const int piece = ((2 * st + lpiece) ^ lr) * 4;  // this lane's weight row address (swizzled)
             uint32_t b[kTilesPerWarp][2];
 #pragma unroll
-            for (int u = 0; u < kTilesPerWarp; ++u) ldmatrix_x2(b[u], xs + tok[u] + st * 8);
+            for (int u = 0; u < kTilesPerWarp; ++u) ldmatrix_x2(b[u], xs + tok[u] + ((2 * st + lhalf) ^ tsw[u]) * 4);
 #pragma unroll
             for (int gi = 0; gi < kGroupsPerWarp; ++gi) {
                 uint32_t a[4];  // a0..a3: rows g | g+8, k pieces 2st | 2st+1
@@ -316,13 +325,14 @@ __device__ __forceinline__ bool batch_steps(const KdaArgs& a, Ctl& c, const Weig
             }
         }
         if (++wst == nst) wst = 0, wpar ^= 1u;
-        if (++xst == nx) xst = 0;
+        if (++xst == nx) xst = 0, xpar ^= 1u;
     }
-    async_wait<0>();
     if (!ok) return false;  // the error word is set
     __syncthreads();  // every step has landed and been used: the barriers retire, the stages hold partials
-    if (threadIdx.x == 0)
+    if (threadIdx.x == 0) {
         for (int st = 0; st < nst; ++st) mbar_inval(&sm.full[st]);
+        for (int st = 0; st <= XBatch::kAhead; ++st) mbar_inval(&xbar[st]);
+    }
     // every quarter's partials, red[((kw·G + gi)·16 + row)·kMaxS + token]
 #pragma unroll
     for (int gi = 0; gi < kGroupsPerWarp; ++gi)
@@ -348,6 +358,7 @@ __device__ bool gemv_batch(const KdaArgs& a, Ctl& c, const WeightMap* map, GemvB
     if (threadIdx.x == 0) {
         c.x_seen = 0;  // (re)established by the first poll of this pass
         for (int st = 0; st < nst; ++st) mbar_init(&sm.full[st], 1);
+        for (int st = 0; st <= XBatch::kAhead; ++st) mbar_init(&x_bars(sm)[st], 1);
         mbar_init_fence();
     }
     fence_async_proxy();  // the copy engine writes what threads of an earlier role wrote

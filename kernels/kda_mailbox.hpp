@@ -33,6 +33,7 @@ __device__ __forceinline__ Team cta_team() { return {int(threadIdx.x), kThreads,
 // The "box" an error record names when a gemv pass gave up waiting for its own weight copy (entry:
 // the step), not for a mailbox.
 constexpr uint32_t kBoxWeightCopy = uint32_t(kMailboxCount);
+constexpr uint32_t kBoxXCopy = kBoxWeightCopy + 1;  // the same for its copy of x (entry: the step)
 
 // Per-CTA control block (static shared memory).
 struct Ctl {

@@ -388,6 +388,8 @@ struct KdaLauncher::Impl {
     std::string trace_path;
     WeightMap wmap{};                     // encoded for wmap_of (re-encoded when the weight moves)
     const void* wmap_of = nullptr;
+    const void* xmap_of = nullptr;        // wmap.x encoded for x at xmap_of with xmap_S rows
+    int xmap_S = 0;
 
     explicit Impl(const Plan& p) : plan(p) {}
     ~Impl() {
@@ -501,6 +503,11 @@ void KdaLauncher::launch(const KdaTensors& t, void* stream) {
         encode_weight_map(impl_->wmap, a.in_proj_w);
         impl_->wmap_of = a.in_proj_w;
     }
+    if (impl_->xmap_of != a.x || impl_->xmap_S != a.S) {  // a box is the step's S rows
+        const std::string err = encode_bf16_tensor_map(impl_->wmap.x, a.x, uint64_t(a.S), k3::D, uint32_t(a.S), kBoxCols);
+        if (!err.empty()) throw GpuError("kda_pre: x's tensor map: " + err);
+        impl_->xmap_of = a.x, impl_->xmap_S = a.S;
+    }
 #endif
     void* args[] = {&a, &impl_->wmap};
     auto kernel = impl_->opt.exact_in_proj ? &kda_pre_kernel<true> : &kda_pre_kernel<false>;
@@ -557,6 +564,8 @@ void KdaLauncher::check(void* stream) {
                                    ? p.entry_name({Mailbox(e.box), int32_t(e.entry)})
                                : e.box == kBoxWeightCopy
                                    ? "its in_proj weight copy of step " + ss(e.entry)
+                               : e.box == kBoxXCopy
+                                   ? "its copy of x for step " + ss(e.entry)
                                    : "mailbox " + ss(e.box) + " entry " + ss(e.entry);
             throw GpuError("kda_pre: TIMEOUT: " + where + " gave up waiting for " + what + " after " +
                            ss(impl_->opt.poll_timeout_ms) + " ms (epoch " + ss(e.epoch) + ")");

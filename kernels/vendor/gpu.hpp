@@ -25,6 +25,7 @@ struct WeightMap {
     CUtensorMap narrow;  // boxes of a gemv CTA's band of up to 3 groups (48 rows; kda_gemv_batch.hpp)
     CUtensorMap wide;    // boxes of a band of 4 to 6 groups (96 rows)
     CUtensorMap group;   // boxes of one 16-row group, for a CTA whose groups are not one band
+    CUtensorMap x;       // x [S, D] (the step's hand-off) as boxes of S rows × 64 columns, re-encoded when S changes
 };
 #define MONOKDA_GRID_CONSTANT __grid_constant__
 #else
@@ -196,6 +197,9 @@ __device__ __forceinline__ bool mbar_try_wait(uint64_t* bar, uint32_t parity) {
         : "memory");
     return done != 0;
 }
+// Global memory this thread acquired through the generic proxy (another CTA's release) is about to
+// be read by the copy engine (the async proxy).
+__device__ __forceinline__ void fence_async_proxy_global() { asm volatile("fence.proxy.async.global;" ::: "memory"); }
 // Shared memory the threads wrote or read before is about to be written by the copy engine.
 __device__ __forceinline__ void fence_async_proxy() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
 // An L2 eviction policy for the copies below: evict_first for data read once a launch (the weight),
