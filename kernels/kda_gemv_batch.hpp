@@ -67,8 +67,8 @@ struct GemvBatchSmem {
     static constexpr int kWideStageWords = kBoxesPerStep * 2 * kBandRows * kBoxWords;  // a step of 6 groups: 48 KB
     static constexpr int kMaxWStages = 8;
     static constexpr int kDeepRingMaxS = 16;  // up to this S the pass keeps 4 steps of 6 groups (8 of 3) (BatchStage::count)
-    // weight stages first, then the x ring in what is left, then the ring's barriers (the buffer
-    // also holds the pass's partials, red, once the barriers are retired)
+    // weight stages first, then the x ring in what is left, then the ring's barriers (the buffer's
+    // start also holds the pass's partials, red, after the pass)
     static constexpr int kBufWords = 4 * kWideStageWords + (XBatch::kAhead + 1) * XBatch::stage_words(kDeepRingMaxS) + XBatch::kBarWords;
     union {
         uint32_t buf[kBufWords];
@@ -80,16 +80,19 @@ struct GemvBatchSmem {
 // rows. Compile-time in the pass's loop: with the band's shape read at run time, the steps measured
 // 5-20 % slower. count(S): fewer stages than the buffer holds, chosen by measurement on the H200
 // (docs/results/2026-11-30-h200-weight-stages.md): from 17 rows on, a deep weight ring left the x
-// ring 1–2 steps and its copies, read from L2 behind the weight's own traffic, set the step's pace.
-// 3 stages of either width above 16 rows instead of 4–8 took 4–10 µs off every shape of 24–64
-// rows (the step at 64 rows 1.65 → 1.37 µs). Up to 16 rows the x ring holds 4 steps anyway and the
-// ring stays as deep as it fits (4 wide, 8 narrow): 3 wide stages there cost 1 µs at 1 × 1.
+// ring 1–2 steps and its copies (cp.async then), read from L2 behind the weight's own traffic, set
+// the step's pace: 3 stages of either width above 16 rows instead of 4–8 took 4–10 µs off every
+// shape of 24–64 rows. With x through the copy engine (XBatch: 32 KB a step at 64 rows) 4 narrow
+// stages and a 4-step x ring fit together, and measured up to 1.8 µs faster than 3 on 24–64 rows
+// in two calls (8×8 −1.1 / −1.8, nothing slower by more than the noise;
+// docs/results/2026-12-01-h200-x-copy-engine.md); wide bands there (hand-edited plans only) keep 3. Up to 16 rows the x ring holds 4 steps anyway and the ring stays as deep as it
+// fits (4 wide, 8 narrow): 3 wide stages there cost 1 µs at 1 × 1.
 template <int kBandGroups>
 struct BatchStage {
     static_assert(kBandGroups == kBoxGroups || kBandGroups == kBatchGroups, "a narrow or a wide band");
     static constexpr int kRows = kBandGroups * k3::kGroupRows, kWords = kBoxesPerStep * kRows * kBoxWords;
     __device__ static int count(int S) {
-        return S <= GemvBatchSmem::kDeepRingMaxS ? 4 * (kBatchGroups / kBandGroups) : 3;
+        return S <= GemvBatchSmem::kDeepRingMaxS ? 4 * (kBatchGroups / kBandGroups) : kBandGroups == kBoxGroups ? 4 : 3;
     }
     __device__ static uint32_t* at(GemvBatchSmem& sm, int st) { return sm.buf + st * kWords; }  // [piece][row][word]
 };
@@ -104,6 +107,9 @@ static_assert(sizeof(float) * kKQuarters * kBatchGroups * k3::kGroupRows * k3::k
 static_assert(GemvBatchSmem::kBufWords - XBatch::kBarWords - 3 * GemvBatchSmem::kWideStageWords >=
                   2 * XBatch::stage_words(k3::kMaxS),
               "with 3 steps of 6 groups, two steps of x fit at the largest S");
+static_assert(GemvBatchSmem::kBufWords - XBatch::kBarWords - 4 * BatchStage<kBoxGroups>::kWords >=
+                  (XBatch::kAhead + 1) * XBatch::stage_words(k3::kMaxS),
+              "above 16 rows, 4 steps of 3 groups and the whole x ring fit at the largest S");
 static_assert((GemvBatchSmem::kBufWords - XBatch::kBarWords) % 2 == 0, "x's barriers are 8-byte aligned");
 
 __device__ __forceinline__ GemvBatchSmem& batch_smem(unsigned char* smem) {
