@@ -459,8 +459,8 @@ __device__ bool KdaTask<kChunkRows>::rec(const KdaArgs& a, Ctl& c_, Smem& sm, in
                         const int v = vb + b * n16;
                         if (v >= kChunkRows) continue;
                         float* row = dst + int64_t(v) * k3::K;
-                        st_f4(row + k0, st[b][0], st[b][1], st[b][2], st[b][3]);
-                        st_f4(row + k1, st[b][4], st[b][5], st[b][6], st[b][7]);
+                        st_state_f4(row + k0, st[b][0], st[b][1], st[b][2], st[b][3]);
+                        st_state_f4(row + k1, st[b][4], st[b][5], st[b][6], st[b][7]);
                     }
                 }
             }

@@ -110,7 +110,8 @@ __device__ __forceinline__ void prefetch_l2(const void*) {}
 __device__ __forceinline__ void prefetch_l1(const void*) {}
 // Keeps a value the program computes only for its side effect on the instruction cache
 __device__ __forceinline__ void keep(float v) { asm volatile("" ::"v"(v)); }
-__device__ __forceinline__ void st_f4(float* p, float x, float y, float z, float w) {
+// A state row's 16 bytes (see the NVIDIA one; a plain store here: not measured on AMD)
+__device__ __forceinline__ void st_state_f4(float* p, float x, float y, float z, float w) {
     *reinterpret_cast<float4*>(p) = make_float4(x, y, z, w);
 }
 #else
@@ -164,10 +165,14 @@ __device__ __forceinline__ void async_commit() { asm volatile("cp.async.commit_g
 template <int Pending> __device__ __forceinline__ void async_wait() {
     asm volatile("cp.async.wait_group %0;" ::"n"(Pending) : "memory");
 }
-// One 16-byte store (p 16-byte aligned). Written out: a float4 assignment through a cast pointer
-// came out of nvcc as four 4-byte stores.
-__device__ __forceinline__ void st_f4(float* p, float x, float y, float z, float w) {
-    asm volatile("st.global.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p), "f"(x), "f"(y), "f"(z), "f"(w) : "memory");
+// 16 bytes of a written recurrent state (p 16-byte aligned), as one store: a float4 assignment
+// through a cast pointer came out of nvcc as four 4-byte stores. Streaming (.cs, evict-first): a
+// step writes a state a token (50 MB at 8 × 8) that only a later step reads, and with the default
+// policy those lines crowded L2; .cs took 0.5–7.4 µs off every shape of 8 rows and more on the H200
+// (docs/performance.md, "The states written streaming"). No "memory" clobber: nothing in the launch
+// reads a state back, and the clobber alone measured nothing either way.
+__device__ __forceinline__ void st_state_f4(float* p, float x, float y, float z, float w) {
+    asm volatile("st.global.cs.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p), "f"(x), "f"(y), "f"(z), "f"(w));
 }
 // Brings a 128-byte line into L2 and goes on (nothing to wait for)
 __device__ __forceinline__ void prefetch_l2(const void* p) { asm volatile("prefetch.global.L2 [%0];" ::"l"(p)); }
