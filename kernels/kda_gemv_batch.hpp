@@ -11,12 +11,12 @@
 // 16 rows 2 of either (BatchStage::count). The plan's bands are wide up to 16 rows and narrow
 // above (PlanParams::kSpreadGemvMinS), where it deals them over every CTA and an attn CTA's pass
 // starts after its ATTN_X (docs/kernel.md, "gemv bands"). A CTA whose groups are not one band (a
-// hand-edited plan) gets one 16-row box a group, one box a lane. x goes through the copy engine too,
-// 4 boxes of the step's S rows × 64 columns, up to 3 steps ahead (XBatch); through cp.async, 16 bytes
-// a thread, its copies had set the step's pace from 17 rows (docs/performance.md, "x through the
-// copy engine"). The first steps' weights are in flight before x exists. Same instructions, same waits (XRDY of every slice) and
-// products (PROJ of every group, released when the pass ends) as the plan's; only the interleaving
-// differs.
+// hand-edited plan) gets one 16-row box a group, one box a lane. x goes through the copy engine
+// too, 4 boxes of the step's S rows × 64 columns, up to 3 steps ahead (XBatch); through cp.async,
+// 16 bytes a thread, its copies had set the step's pace from ~8 rows (docs/performance.md, "x
+// through the copy engine"). The first steps' weights are in flight before x exists. Same
+// instructions, same waits (XRDY of every slice) and products (PROJ of every group, released when
+// the pass ends) as the plan's; only the interleaving differs.
 //
 // The products of a step are a fixed, branch-free instruction sequence per warp (batch_steps is
 // instantiated per warp mapping): ncu showed the earlier loop, with its token tiles and groups
@@ -54,7 +54,7 @@ static_assert(kBoxesPerStep == kKQuarters && kBatchGroups * kBoxesPerStep <= 32,
 static_assert(kBatchGroups == 2 * kBoxGroups, "a band's box is narrow or wide");
 
 // x of a step: 4 boxes (one a k-quarter) of S rows × 64 columns, 128 bytes a row with the weight's
-// 128-byte swizzle, each box on a 1024-byte boundary (the swizzle's period). Up to kXAhead steps
+// 128-byte swizzle, each box on a 1024-byte boundary (the swizzle's period). Up to kAhead steps
 // ahead of the one being used; the ring's barriers sit at the end of the pass's buffer.
 struct XBatch {
     static constexpr int kAhead = 3;
@@ -69,7 +69,8 @@ struct GemvBatchSmem {
     static constexpr int kDeepRingMaxS = 16;  // up to this S the pass keeps 4 steps of 6 groups (8 of 3) (BatchStage::count)
     // weight stages first, then the x ring in what is left, then the ring's barriers (the buffer's
     // start also holds the pass's partials, red, after the pass)
-    static constexpr int kBufWords = 4 * kWideStageWords + (XBatch::kAhead + 1) * XBatch::stage_words(kDeepRingMaxS) + XBatch::kBarWords;
+    static constexpr int kBufWords =
+        4 * kWideStageWords + (XBatch::kAhead + 1) * XBatch::stage_words(kDeepRingMaxS) + XBatch::kBarWords;
     union {
         uint32_t buf[kBufWords];
         float red[kKQuarters * kBatchGroups * k3::kGroupRows * k3::kMaxS];  // after the pass
@@ -85,14 +86,16 @@ struct GemvBatchSmem {
 // shape of 24–64 rows. With x through the copy engine (XBatch: 32 KB a step at 64 rows) 4 narrow
 // stages and a 4-step x ring fit together, and measured up to 1.8 µs faster than 3 on 24–64 rows
 // in two calls (8×8 −1.1 / −1.8, nothing slower by more than the noise;
-// docs/results/2026-12-01-h200-x-copy-engine.md); wide bands there (hand-edited plans only) keep 3. Up to 16 rows the x ring holds 4 steps anyway and the ring stays as deep as it
-// fits (4 wide, 8 narrow): 3 wide stages there cost 1 µs at 1 × 1.
+// docs/results/2026-12-01-h200-x-copy-engine.md); wide bands there (hand-edited plans only) keep 3.
+// Up to 16 rows the x ring holds 4 steps anyway and the ring stays as deep as it fits (4 wide, 8
+// narrow): 3 wide stages there cost 1 µs at 1 × 1.
 template <int kBandGroups>
 struct BatchStage {
     static_assert(kBandGroups == kBoxGroups || kBandGroups == kBatchGroups, "a narrow or a wide band");
     static constexpr int kRows = kBandGroups * k3::kGroupRows, kWords = kBoxesPerStep * kRows * kBoxWords;
     __device__ static int count(int S) {
-        return S <= GemvBatchSmem::kDeepRingMaxS ? 4 * (kBatchGroups / kBandGroups) : kBandGroups == kBoxGroups ? 4 : 3;
+        if (S <= GemvBatchSmem::kDeepRingMaxS) return 4 * (kBatchGroups / kBandGroups);
+        return kBandGroups == kBoxGroups ? 4 : 3;
     }
     __device__ static uint32_t* at(GemvBatchSmem& sm, int st) { return sm.buf + st * kWords; }  // [piece][row][word]
 };
@@ -246,8 +249,9 @@ __device__ __forceinline__ bool batch_steps(const KdaArgs& a, Ctl& c, const Weig
     uint32_t* xring = Stage::at(sm, nst);
     uint64_t* xbar = x_bars(sm);
     // the x ring: as many steps as fit, up to XBatch::kAhead + 1 (4 for every band the plan deals,
-    // with BatchStage::count); x runs nx - 1 steps ahead. Not more: x is made while the pass waits,
-    // and a deeper ring only holds copies that cannot be issued yet.
+    // with BatchStage::count); x runs nx - 1 steps ahead. Not more: with cp.async copies, x up to 6
+    // steps ahead measured the same or slower (docs/results/2026-11-30-h200-pass-bounds.md), and the
+    // room goes to the weight's stages.
     const int nx = min(XBatch::kAhead + 1, (GemvBatchSmem::kBufWords - XBatch::kBarWords - nst * Stage::kWords) /
                                                XBatch::stage_words(S)),
               x_ahead = nx - 1, w_ahead = nst - 1;
