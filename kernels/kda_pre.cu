@@ -388,8 +388,7 @@ struct KdaLauncher::Impl {
     std::string trace_path;
     WeightMap wmap{};                     // encoded for wmap_of (re-encoded when the weight moves)
     const void* wmap_of = nullptr;
-    const void* xmap_of = nullptr;        // wmap.x encoded for x at xmap_of with xmap_S rows
-    int xmap_S = 0;
+    const void* xmap_of = nullptr;        // wmap.x encoded for x at xmap_of (S rows: the plan's, fixed)
 
     explicit Impl(const Plan& p) : plan(p) {}
     ~Impl() {
@@ -503,10 +502,10 @@ void KdaLauncher::launch(const KdaTensors& t, void* stream) {
         encode_weight_map(impl_->wmap, a.in_proj_w);
         impl_->wmap_of = a.in_proj_w;
     }
-    if (impl_->xmap_of != a.x || impl_->xmap_S != a.S) {  // a box is the step's S rows
+    if (impl_->xmap_of != a.x) {  // a box is all the step's S rows
         const std::string err = encode_bf16_tensor_map(impl_->wmap.x, a.x, uint64_t(a.S), k3::D, uint32_t(a.S), kBoxCols);
         if (!err.empty()) throw GpuError("kda_pre: x's tensor map: " + err);
-        impl_->xmap_of = a.x, impl_->xmap_S = a.S;
+        impl_->xmap_of = a.x;
     }
 #endif
     void* args[] = {&a, &impl_->wmap};

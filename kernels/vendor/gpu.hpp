@@ -25,7 +25,7 @@ struct WeightMap {
     CUtensorMap narrow;  // boxes of a gemv CTA's band of up to 3 groups (48 rows; kda_gemv_batch.hpp)
     CUtensorMap wide;    // boxes of a band of 4 to 6 groups (96 rows)
     CUtensorMap group;   // boxes of one 16-row group, for a CTA whose groups are not one band
-    CUtensorMap x;       // x [S, D] (the step's hand-off) as boxes of S rows × 64 columns, re-encoded when S changes
+    CUtensorMap x;       // x [S, D] (the step's hand-off) as boxes of S rows × 64 columns, re-encoded when x moves
 };
 #define MONOKDA_GRID_CONSTANT __grid_constant__
 #else
