@@ -18,6 +18,12 @@
 #include "kernels/kda_numerics.hpp"
 
 namespace monokda::gpu {
+#ifdef MONOKDA_EXP_STAMPS
+#define KDA_DIAG(k) \
+    if (a.trace && team.tid == 0) a.trace[blockIdx.x * kTraceWords + 20 + (k)] = now_ns();
+#else
+#define KDA_DIAG(k)
+#endif
 
 // A kda task's shape: kChunkRows state rows of a head, V / kChunkRows tasks a head, each convolving
 // K / chunks q and k channels (its share) and its own v rows.
@@ -175,10 +181,15 @@ __device__ void KdaTask<kChunkRows>::load(const KdaArgs& a, Smem& sm, int r, int
 
 // The recurrence's rows a 16-lane group steps together (KdaTask::rec), and their load: rows vb, vb + n16,
 // ... (zeros past the chunk or without an initial state), lane columns k0..k0+3 and 64+k0..64+k0+3.
-constexpr int kRowBatch = 2;
+#ifndef MONOKDA_EXP_REC_BATCH
+#define MONOKDA_EXP_REC_BATCH 2
+#endif
 template <int kChunkRows>
-__device__ __forceinline__ void load_state_rows(float (&out)[kRowBatch][8], const float* rows, int vb, int n16, int k0,
-                                                bool live) {
+constexpr int kRowBatch = kChunkRows >= 64 ? MONOKDA_EXP_REC_BATCH : 2;
+template <int kChunkRows>
+__device__ __forceinline__ void load_state_rows(float (&out)[kRowBatch<kChunkRows>][8], const float* rows, int vb,
+                                                int n16, int k0, bool live) {
+    constexpr int kRowBatch = monokda::gpu::kRowBatch<kChunkRows>;
 #pragma unroll
     for (int b = 0; b < kRowBatch; ++b) {
         const int v = vb + b * n16;
@@ -194,36 +205,46 @@ __device__ __forceinline__ void load_state_rows(float (&out)[kRowBatch][8], cons
 }
 
 // f_b (#4) before its rounding: g1[t][k] = Σ_f fa[t][f]·f_b_w[hK+k][f] for tokens t < L and the
-// kCols key columns from k0, into sm.decay[t][k]. 16 lanes a sum (pairwise: Plan::reduction_order()),
-// kSumBatch sums of a group in flight together; sums past the end are computed again and dropped.
-// kCols is a constant: a sum's (token, column) is then a shift and a mask, not a division.
+// kCols key columns from k0, into sm.decay[t][k]. 16 lanes a sum (lane l: terms 8l..8l+7, then the
+// pairwise butterfly: Plan::reduction_order()). A 16-lane group keeps kColBatch columns' f_b row
+// pieces in registers and runs kTokBatch tokens a round through them, so f_b is read from shared
+// memory once and a token's f_a piece once a group, not both once a sum (read once a sum, at 8×8
+// f_b and the gates took ~11 µs of KDA_REC). Every lane of a warp runs the same rounds (the
+// butterfly's shuffles); sums of tokens past L are computed from token L-1 and dropped.
 template <int kCols, int kChunkRows>
 __device__ __forceinline__ void fb_sums(KdaSmem<kChunkRows>& sm, int L, int k0, Team team) {
-    const int g16 = team.tid / 16, lane = team.tid % 16, n16 = team.n / 16, total = L * kCols;
-    constexpr int kSumBatch = 4;
-    // a team has 8 or 16 groups (kMinTeam): with kCols a multiple of 64 no pass runs past the end
-    constexpr bool kGuard = kCols % (kSumBatch * 16) != 0;
+    constexpr int kColBatch = kCols / 16 < 8 ? kCols / 16 : 8, kTokBatch = 8 / kColBatch;
+    // a team has 8 or 16 groups (kMinTeam): either takes the columns in whole rounds
+    static_assert(kCols % (16 * kColBatch) == 0 && kColBatch >= 1, "the groups split the columns evenly");
+    const int g16 = team.tid / 16, lane = team.tid % 16, n16 = team.n / 16;
 #pragma unroll 1
-    for (int p0 = 0; p0 * n16 < total; p0 += kSumBatch) {
-        float part[kSumBatch];
+    for (int c0 = g16 * kColBatch; c0 < kCols; c0 += n16 * kColBatch) {
+        uint4 w[kColBatch];
 #pragma unroll
-        for (int b = 0; b < kSumBatch; ++b) {
-            const int o = kGuard ? min((p0 + b) * n16 + g16, total - 1) : (p0 + b) * n16 + g16;
-            const int t = o / kCols, k = k0 + o % kCols;
-            const uint4 w4 = *reinterpret_cast<const uint4*>(&sm.fbw[k][lane * 4]);  // one 16-byte load each
-            const float4 f0 = *reinterpret_cast<const float4*>(&sm.fa[t][lane * 8]);
-            const float4 f1 = *reinterpret_cast<const float4*>(&sm.fa[t][lane * 8 + 4]);
-            const float tm[8] = {f0.x * bf_lo(w4.x), f0.y * bf_hi(w4.x), f0.z * bf_lo(w4.y), f0.w * bf_hi(w4.y),
-                                 f1.x * bf_lo(w4.z), f1.y * bf_hi(w4.z), f1.z * bf_lo(w4.w), f1.w * bf_hi(w4.w)};
-            part[b] = pairwise8(tm);
-        }
-        pairwise_16_lanes(part);
-        if (lane == 0)
+        for (int j = 0; j < kColBatch; ++j) w[j] = *reinterpret_cast<const uint4*>(&sm.fbw[k0 + c0 + j][lane * 4]);
+#pragma unroll 1
+        for (int t0 = 0; t0 < L; t0 += kTokBatch) {
+            float part[kTokBatch * kColBatch];
 #pragma unroll
-            for (int b = 0; b < kSumBatch; ++b) {
-                const int o = (p0 + b) * n16 + g16;
-                if (!kGuard || o < total) sm.decay[o / kCols][k0 + o % kCols] = part[b];
+            for (int u = 0; u < kTokBatch; ++u) {
+                const int t = min(t0 + u, L - 1);
+                const float4 f0 = *reinterpret_cast<const float4*>(&sm.fa[t][lane * 8]);
+                const float4 f1 = *reinterpret_cast<const float4*>(&sm.fa[t][lane * 8 + 4]);
+#pragma unroll
+                for (int j = 0; j < kColBatch; ++j) {
+                    const uint4 w4 = w[j];
+                    const float tm[8] = {f0.x * bf_lo(w4.x), f0.y * bf_hi(w4.x), f0.z * bf_lo(w4.y),
+                                         f0.w * bf_hi(w4.y), f1.x * bf_lo(w4.z), f1.y * bf_hi(w4.z),
+                                         f1.z * bf_lo(w4.w), f1.w * bf_hi(w4.w)};
+                    part[u * kColBatch + j] = pairwise8(tm);
+                }
             }
+            pairwise_16_lanes(part);
+            // every lane holds every sum: lane i stores sum i
+#pragma unroll
+            for (int i = 0; i < kTokBatch * kColBatch; ++i)
+                if (lane == i && t0 + i / kColBatch < L) sm.decay[t0 + i / kColBatch][k0 + c0 + i % kColBatch] = part[i];
+        }
     }
 }
 
@@ -330,6 +351,7 @@ __device__ bool KdaTask<kChunkRows>::rec(const KdaArgs& a, Ctl& c_, Smem& sm, in
             return i < kFaWaits ? kFaGroup + i : (kFaCol + k3::F + h) / k3::kGroupRows;
         }, team))
         return false;
+    KDA_DIAG(0)
 
     // the recurrence's layout: 16 lanes a state row, lane l holding S[v][4l .. 4l+3] and
     // S[v][64+4l .. 64+4l+3], so each of a warp's 16-byte loads and stores covers 256 contiguous
@@ -340,6 +362,7 @@ __device__ bool KdaTask<kChunkRows>::rec(const KdaArgs& a, Ctl& c_, Smem& sm, in
     // the next batch's rows loaded while this one steps. The loops stay rolled on purpose: this
     // code runs once a launch, and an unrolled body is instructions the SM fetches cold
     // (measured: 8 rows unrolled, 7.5 µs for the first pass over one token, 2.5 µs for a second).
+    constexpr int kRowBatch = monokda::gpu::kRowBatch<kChunkRows>;
     const int g16 = team.tid / 16, lane = team.tid % 16, n16 = team.n / 16, k0 = lane * 4, k1 = k3::K / 2 + k0;
     const bool live = sm.init > 0;
     const float* st_rows = sm.stage ? sm.stage  // generic loads: the same code reads either
@@ -380,6 +403,7 @@ __device__ bool KdaTask<kChunkRows>::rec(const KdaArgs& a, Ctl& c_, Smem& sm, in
     }
     if (team.tid < L) sm.beta[team.tid] = sigmoid_f(bf(bf16::from_bits(betav)));
     team.sync();
+    KDA_DIAG(1)
     if (sm.stage) load_state_rows<kChunkRows>(nxt, st_rows, g16, n16, k0, live);
 
     // 16 lanes reduce one sum; the team has n16 such groups. Every thread runs the same number of
@@ -393,6 +417,7 @@ __device__ bool KdaTask<kChunkRows>::rec(const KdaArgs& a, Ctl& c_, Smem& sm, in
         if (lane == 0 && q < 2 * L) sm.norm[q] = sum;
     }
     team.sync();
+    KDA_DIAG(2)
     for (int it = team.tid; it < L * k3::K; it += team.n) {
         const int t = it / k3::K, k = it % k3::K;
         sm.q[t][k] = (sm.q[t][k] / sqrtf(sm.norm[2 * t] + a.l2_eps)) * a.kscale;
@@ -403,6 +428,7 @@ __device__ bool KdaTask<kChunkRows>::rec(const KdaArgs& a, Ctl& c_, Smem& sm, in
     // one after another
     if constexpr (kChunks == 1) fb_sums<k3::K>(sm, L, 0, team);
     team.sync();
+    KDA_DIAG(6)
     for (int it = team.tid; it < L * k3::K; it += team.n) {  // each thread rewrites its own entries
         const int t = it / k3::K, k = it % k3::K;
         const uint16_t g1 = rnd(sm.decay[t][k]);
@@ -411,14 +437,20 @@ __device__ bool KdaTask<kChunkRows>::rec(const KdaArgs& a, Ctl& c_, Smem& sm, in
         sm.decay[t][k] = exp_f(gate);
     }
     team.sync();
+    KDA_DIAG(3)
 
 #pragma unroll 1
     for (int vb = g16; vb < kChunkRows; vb += n16 * kRowBatch) {
+        constexpr bool kLoadAhead = kRowBatch < 8;  // with 8 rows a batch both sets of rows spill
+        if constexpr (!kLoadAhead) {
+            if (vb != g16) load_state_rows<kChunkRows>(nxt, st_rows, vb, n16, k0, live);
+        }
         float st[kRowBatch][8];
 #pragma unroll
         for (int b = 0; b < kRowBatch; ++b)
             for (int i = 0; i < 8; ++i) st[b][i] = nxt[b][i];
-        if (vb + n16 * kRowBatch < kChunkRows) load_state_rows<kChunkRows>(nxt, st_rows, vb + n16 * kRowBatch, n16, k0, live);
+        if (kLoadAhead && vb + n16 * kRowBatch < kChunkRows)
+            load_state_rows<kChunkRows>(nxt, st_rows, vb + n16 * kRowBatch, n16, k0, live);
 #pragma unroll 1
         for (int t = 0; t < L; ++t) {
             uint16_t ob[kRowBatch] = {};  // +0: a request without an initial state outputs zeros
@@ -452,7 +484,11 @@ __device__ bool KdaTask<kChunkRows>::rec(const KdaArgs& a, Ctl& c_, Smem& sm, in
 #pragma unroll
                 for (int b = 0; b < kRowBatch; ++b) ob[b] = rnd(part[2 * b] + part[2 * b + 1]);  // rounding #6
                 const int slot = sm.idx[t];
+#ifdef MONOKDA_EXP_NOSTORE
+                if (slot > 0 && slot < 0) {
+#else
                 if (slot > 0) {  // one state written per token
+#endif
                     float* dst = a.ssm_state + int64_t(slot) * a.ssm_ss + int64_t(h * k3::V + c * kChunkRows) * k3::K;
 #pragma unroll
                     for (int b = 0; b < kRowBatch; ++b) {
@@ -474,8 +510,10 @@ __device__ bool KdaTask<kChunkRows>::rec(const KdaArgs& a, Ctl& c_, Smem& sm, in
                         a.o[size_t(r * L + t) * k3::E + h * k3::V + c * kChunkRows + v] = bf16::from_bits(ob[b]);
                 }
         }
+        if (vb == g16) { KDA_DIAG(4) }
     }
     team.sync();
+    KDA_DIAG(5)
     if (team.tid < L) {  // this chunk's part of Σō², sequential over its rows
         const int t = team.tid;
         float x = bf(bf16::from_bits(sm.obits[t][0]));
