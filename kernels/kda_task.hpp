@@ -18,12 +18,6 @@
 #include "kernels/kda_numerics.hpp"
 
 namespace monokda::gpu {
-#ifdef MONOKDA_EXP_STAMPS
-#define KDA_DIAG(k) \
-    if (a.trace && team.tid == 0) a.trace[blockIdx.x * kTraceWords + 20 + (k)] = now_ns();
-#else
-#define KDA_DIAG(k)
-#endif
 
 // A kda task's shape: kChunkRows state rows of a head, V / kChunkRows tasks a head, each convolving
 // K / chunks q and k channels (its share) and its own v rows.
@@ -181,15 +175,10 @@ __device__ void KdaTask<kChunkRows>::load(const KdaArgs& a, Smem& sm, int r, int
 
 // The recurrence's rows a 16-lane group steps together (KdaTask::rec), and their load: rows vb, vb + n16,
 // ... (zeros past the chunk or without an initial state), lane columns k0..k0+3 and 64+k0..64+k0+3.
-#ifndef MONOKDA_EXP_REC_BATCH
-#define MONOKDA_EXP_REC_BATCH 2
-#endif
+constexpr int kRowBatch = 2;
 template <int kChunkRows>
-constexpr int kRowBatch = kChunkRows >= 64 ? MONOKDA_EXP_REC_BATCH : 2;
-template <int kChunkRows>
-__device__ __forceinline__ void load_state_rows(float (&out)[kRowBatch<kChunkRows>][8], const float* rows, int vb,
-                                                int n16, int k0, bool live) {
-    constexpr int kRowBatch = monokda::gpu::kRowBatch<kChunkRows>;
+__device__ __forceinline__ void load_state_rows(float (&out)[kRowBatch][8], const float* rows, int vb, int n16, int k0,
+                                                bool live) {
 #pragma unroll
     for (int b = 0; b < kRowBatch; ++b) {
         const int v = vb + b * n16;
@@ -351,7 +340,6 @@ __device__ bool KdaTask<kChunkRows>::rec(const KdaArgs& a, Ctl& c_, Smem& sm, in
             return i < kFaWaits ? kFaGroup + i : (kFaCol + k3::F + h) / k3::kGroupRows;
         }, team))
         return false;
-    KDA_DIAG(0)
 
     // the recurrence's layout: 16 lanes a state row, lane l holding S[v][4l .. 4l+3] and
     // S[v][64+4l .. 64+4l+3], so each of a warp's 16-byte loads and stores covers 256 contiguous
@@ -362,7 +350,6 @@ __device__ bool KdaTask<kChunkRows>::rec(const KdaArgs& a, Ctl& c_, Smem& sm, in
     // the next batch's rows loaded while this one steps. The loops stay rolled on purpose: this
     // code runs once a launch, and an unrolled body is instructions the SM fetches cold
     // (measured: 8 rows unrolled, 7.5 µs for the first pass over one token, 2.5 µs for a second).
-    constexpr int kRowBatch = monokda::gpu::kRowBatch<kChunkRows>;
     const int g16 = team.tid / 16, lane = team.tid % 16, n16 = team.n / 16, k0 = lane * 4, k1 = k3::K / 2 + k0;
     const bool live = sm.init > 0;
     const float* st_rows = sm.stage ? sm.stage  // generic loads: the same code reads either
@@ -403,7 +390,6 @@ __device__ bool KdaTask<kChunkRows>::rec(const KdaArgs& a, Ctl& c_, Smem& sm, in
     }
     if (team.tid < L) sm.beta[team.tid] = sigmoid_f(bf(bf16::from_bits(betav)));
     team.sync();
-    KDA_DIAG(1)
     if (sm.stage) load_state_rows<kChunkRows>(nxt, st_rows, g16, n16, k0, live);
 
     // 16 lanes reduce one sum; the team has n16 such groups. Every thread runs the same number of
@@ -417,7 +403,6 @@ __device__ bool KdaTask<kChunkRows>::rec(const KdaArgs& a, Ctl& c_, Smem& sm, in
         if (lane == 0 && q < 2 * L) sm.norm[q] = sum;
     }
     team.sync();
-    KDA_DIAG(2)
     for (int it = team.tid; it < L * k3::K; it += team.n) {
         const int t = it / k3::K, k = it % k3::K;
         sm.q[t][k] = (sm.q[t][k] / sqrtf(sm.norm[2 * t] + a.l2_eps)) * a.kscale;
@@ -428,7 +413,6 @@ __device__ bool KdaTask<kChunkRows>::rec(const KdaArgs& a, Ctl& c_, Smem& sm, in
     // one after another
     if constexpr (kChunks == 1) fb_sums<k3::K>(sm, L, 0, team);
     team.sync();
-    KDA_DIAG(6)
     for (int it = team.tid; it < L * k3::K; it += team.n) {  // each thread rewrites its own entries
         const int t = it / k3::K, k = it % k3::K;
         const uint16_t g1 = rnd(sm.decay[t][k]);
@@ -437,20 +421,14 @@ __device__ bool KdaTask<kChunkRows>::rec(const KdaArgs& a, Ctl& c_, Smem& sm, in
         sm.decay[t][k] = exp_f(gate);
     }
     team.sync();
-    KDA_DIAG(3)
 
 #pragma unroll 1
     for (int vb = g16; vb < kChunkRows; vb += n16 * kRowBatch) {
-        constexpr bool kLoadAhead = kRowBatch < 8;  // with 8 rows a batch both sets of rows spill
-        if constexpr (!kLoadAhead) {
-            if (vb != g16) load_state_rows<kChunkRows>(nxt, st_rows, vb, n16, k0, live);
-        }
         float st[kRowBatch][8];
 #pragma unroll
         for (int b = 0; b < kRowBatch; ++b)
             for (int i = 0; i < 8; ++i) st[b][i] = nxt[b][i];
-        if (kLoadAhead && vb + n16 * kRowBatch < kChunkRows)
-            load_state_rows<kChunkRows>(nxt, st_rows, vb + n16 * kRowBatch, n16, k0, live);
+        if (vb + n16 * kRowBatch < kChunkRows) load_state_rows<kChunkRows>(nxt, st_rows, vb + n16 * kRowBatch, n16, k0, live);
 #pragma unroll 1
         for (int t = 0; t < L; ++t) {
             uint16_t ob[kRowBatch] = {};  // +0: a request without an initial state outputs zeros
@@ -484,11 +462,7 @@ __device__ bool KdaTask<kChunkRows>::rec(const KdaArgs& a, Ctl& c_, Smem& sm, in
 #pragma unroll
                 for (int b = 0; b < kRowBatch; ++b) ob[b] = rnd(part[2 * b] + part[2 * b + 1]);  // rounding #6
                 const int slot = sm.idx[t];
-#ifdef MONOKDA_EXP_NOSTORE
-                if (slot > 0 && slot < 0) {
-#else
                 if (slot > 0) {  // one state written per token
-#endif
                     float* dst = a.ssm_state + int64_t(slot) * a.ssm_ss + int64_t(h * k3::V + c * kChunkRows) * k3::K;
 #pragma unroll
                     for (int b = 0; b < kRowBatch; ++b) {
@@ -510,10 +484,8 @@ __device__ bool KdaTask<kChunkRows>::rec(const KdaArgs& a, Ctl& c_, Smem& sm, in
                         a.o[size_t(r * L + t) * k3::E + h * k3::V + c * kChunkRows + v] = bf16::from_bits(ob[b]);
                 }
         }
-        if (vb == g16) { KDA_DIAG(4) }
     }
     team.sync();
-    KDA_DIAG(5)
     if (team.tid < L) {  // this chunk's part of Σō², sequential over its rows
         const int t = team.tid;
         float x = bf(bf16::from_bits(sm.obits[t][0]));
