@@ -142,7 +142,7 @@ Bandwidth measure_bandwidth(cudaStream_t st, int sms) {
 
 }  // namespace
 
-// S = 1 … 64 in several R×L splits, and 24 rows twice: from 17 rows the plan spreads the in_proj
+// S = 1 … 64 in several R×L splits, and 24 rows twice: from 16 rows the plan spreads the in_proj
 // bands over every CTA and splits the attn slices (core/plan.hpp PlanParams::k3_for)
 std::vector<std::pair<int, int>> default_sweep() {
     return {{1, 1},  {1, 2},  {2, 1}, {1, 4},  {2, 2}, {4, 1},  {1, 8},  {2, 4},  {8, 1},  {2, 8},

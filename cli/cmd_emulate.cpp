@@ -25,7 +25,7 @@ int cmd_emulate(const Args& args) {
         ("fixture-seed", po::value(&fseed)->default_value(1), "built-in fixture: generator seed")
         ("blocks", po::value(&blocks)->default_value(0), "CTAs in the launch (default: 132 for k3, 24 for small)")
         ("gemv-bands", po::value(&gemv)->default_value("auto"),
-         "who runs the in_proj bands: auto (the plan's choice: k3 from 17 rows every CTA, else SPEC) | spec (the "
+         "who runs the in_proj bands: auto (the plan's choice: k3 from 16 rows every CTA, else SPEC) | spec (the "
          "CTAs past the attn slices, SPEC §4) | every (every CTA, the attn CTAs after ATTN_X)")
         ("schedule", po::value(&schedule)->default_value("random"),
          "random | pct | pct:D | rr | delay:attn | delay:gemv | delay:kda | delay:cta:N")

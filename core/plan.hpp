@@ -58,8 +58,10 @@ struct PlanParams {
     // each CTA's products, and half the groups a CTA halves them), over the CTAs past the slices
     // below (where the attn CTAs' kda tasks, free of gemv work, overlap the pass with their loads).
     // Measured both ways on the H200 (docs/kernel.md, "gemv bands"): every CTA wins from 17 rows on
-    // (18–28 rows: 2–6 µs, 9 shapes) and loses at 16 (2×8 +5.5 µs, 4×4 +6).
-    static constexpr int kSpreadGemvMinS = 17;
+    // (18–28 rows: 2–6 µs, 9 shapes); at 16, with two attn parts and since x goes through the copy
+    // engine, in two calls too (4×4 −1.2 / −1.4, 16×1 −1.5 / −2.0, 8×2 −0.9, 2×8 +0.4 / +0.1), and
+    // it loses at 12 rows and fewer (+2…+8).
+    static constexpr int kSpreadGemvMinS = 16;
     // k3's attn role from the same rows on: two row halves a slice (attn_row_parts 2) on 112 CTAs,
     // where every CTA takes in_proj bands after its attn instructions anyway.
     static constexpr int kSplitAttnRowParts = 2;
@@ -69,7 +71,7 @@ struct PlanParams {
     // such shapes (2×2 … 2×8, 5×1 … 11×1, 5×3, 6×2, 8×2), where band CTAs run kda tasks after their
     // pass (a band stream alone on its TPC takes ~5 % shorter steps); 0.4–0.9 µs slower where every
     // kda task sits on an attn CTA (its TPC partner's weight copies then slow the attn role), and the
-    // same within 0.2 µs where the tasks take more than one round. From 17 rows (bands over every CTA,
+    // same within 0.2 µs where the tasks take more than one round. From 16 rows (bands over every CTA,
     // 112 attn CTAs, 20 pairs): with kPairedMinTasks..kPairedMaxTasks kda tasks, where 9 of 12 shapes
     // measured in the plan gained 0.1–4.8 µs and 3 lost up to 1.0 (mean −1.8); fewer tasks (72–84)
     // measured up to 1.3 µs slower, more within ±0.6 and 64×1 (768) ~3 µs slower: index order there.

@@ -12,9 +12,9 @@ Target emulator_target() {
     t.name = "emulator";
     t.run = [](const StepInputs& in) {
         PlanParams pp = PlanParams::defaults_for(in.cfg);
-        // seeds 2, 3 mod 4: the in_proj bands over every CTA, as k3 deals them from 17 rows on
+        // seeds 2, 3 mod 4: the in_proj bands over every CTA, as k3 deals them from 16 rows on
         if (in.cfg.seed % 4 >= 2) apply_gemv_bands(pp, GemvBands::every);
-        // seeds 4..7 mod 8 with two rows or more: two attn CTAs a slice (as k3 has from 17 rows on),
+        // seeds 4..7 mod 8 with two rows or more: two attn CTAs a slice (as k3 has from 16 rows on),
         // with the CTAs that takes
         if (in.cfg.seed % 8 >= 4 && in.cfg.S() >= 2) {
             pp.attn_row_parts = 2;

@@ -219,7 +219,7 @@ TEST_CASE("k3 plan above 16 rows: two attn CTAs a slice, in_proj bands of 3 over
     CHECK(groups.size() == 393);
 }
 
-TEST_CASE("k3's in_proj bands follow the step: past the slices up to 16 rows, over every CTA above") {
+TEST_CASE("k3's in_proj bands follow the step: past the slices up to 15 rows, over every CTA from 16") {
     Config c = k3();
     auto every = [&](int R, int L) {
         c.R = R, c.L = L;
@@ -227,8 +227,11 @@ TEST_CASE("k3's in_proj bands follow the step: past the slices up to 16 rows, ov
     };
     CHECK(!every(1, 1));
     CHECK(!every(2, 4));
-    CHECK(!every(16, 1));
-    CHECK(!every(2, 8));
+    CHECK(!every(15, 1));
+    CHECK(!every(5, 3));
+    CHECK(every(16, 1));
+    CHECK(every(2, 8));
+    CHECK(every(4, 4));
     CHECK(every(17, 1));
     CHECK(every(3, 8));
     CHECK(every(31, 1));
@@ -313,9 +316,9 @@ TEST_CASE("the plan's reduction order splits D-sums by slice and the output norm
         CHECK(o.at(s).kind == OrderSpec::pairwise);
 }
 
-TEST_CASE("k3's attn role follows the step: one CTA a slice up to 16 rows, two row parts from 17 on") {
+TEST_CASE("k3's attn role follows the step: one CTA a slice up to 15 rows, two row parts from 16 on") {
     Config c = k3();
-    for (int S : {1, 4, 8, 16, 17, 24, 32, 64}) {
+    for (int S : {1, 4, 8, 15, 16, 17, 24, 32, 64}) {
         CAPTURE(S);
         c.R = S, c.L = 1;
         const PlanParams pp = PlanParams::k3_for(c, 132);
@@ -532,15 +535,17 @@ TEST_CASE("the structural checker fires on planted plan bugs") {
 }
 
 TEST_CASE("k3 placement: a band CTA shares its TPC with an attn CTA where one round of kda tasks reaches the band CTAs") {
-    // 56 attn CTAs, bands past them up to 16 rows; R·12 head tasks or R·48 chunk tasks, task t on CTA t.
-    // From 17 rows 112 attn CTAs, bands over every CTA: 96..144 kda tasks pair the 20 lists past them.
+    // 56 attn CTAs, bands past them up to 15 rows; R·12 head tasks or R·48 chunk tasks, task t on CTA t.
+    // From 16 rows 112 attn CTAs, bands over every CTA: 96..144 kda tasks pair the 20 lists past them.
     struct Shape { int R, L; bool interleave; };
     for (const Shape sh : {Shape{2, 4, true},    // 96 chunk tasks: 40 on band CTAs
                            Shape{8, 1, true},    // 96 head tasks
                            Shape{1, 1, false},   // 12: all on attn CTAs
                            Shape{1, 4, false},   // 48 chunk tasks
                            Shape{4, 2, false},   // 48 head tasks
-                           Shape{4, 4, false},   // 192 chunk tasks, two a CTA: more than one round
+                           Shape{4, 4, false},   // 16 rows, 192 chunk tasks, two a CTA: more than one round
+                           Shape{2, 8, true},    // 16 rows, 96 chunk tasks
+                           Shape{16, 1, false},  // 16 rows, 192 head tasks
                            Shape{3, 8, true},    // 24 rows, 144 chunk tasks
                            Shape{8, 8, true},    // 64 rows, 96 head tasks
                            Shape{12, 2, true},   // 144 head tasks
@@ -591,7 +596,7 @@ TEST_CASE("k3 placement: a band CTA shares its TPC with an attn CTA where one ro
     CHECK(q.finishing_ctas(2 * 56 - 2) < 132);
     CHECK(p.n_paired() == 56);
     CHECK(Plan::build(one, PlanParams::k3_for(one, 132)).n_paired() == 0);
-    // from 17 rows two attn parts a slice leave 20 lists past the 112 attn CTAs: lists 112 + c pair with
+    // from 16 rows two attn parts a slice leave 20 lists past the 112 attn CTAs: lists 112 + c pair with
     // attn lists c < 20, and attn lists 20..111 follow in order on launch CTAs 40..131
     Config rows24 = k3();
     rows24.R = 3, rows24.L = 8, rows24.slots = rows24.S() + 1;
