@@ -36,10 +36,11 @@ for step in "$@"; do
       timeout 300 "$B/tests/test_gpu" --source-file='*test_launch.cpp' 2>&1 | tail -40 | tee -a "$OUT/launch.log"; rc=$((rc | ${PIPESTATUS[0]})) ;;
     sanitize)
       # S = 1, the production step 2 x 4 (chunk tasks: QK and ONRM across CTAs), 3 x 8 (chunk tasks two a
-      # CTA, in two teams), S = 64 as 8 x 8 (nb 8), S = 64 as 64 x 1 (block-write, ds layout)
+      # CTA, in two teams), 4 x 4 (16 rows, the fewest with bands over every CTA and two attn parts),
+      # S = 64 as 8 x 8 (nb 8), S = 64 as 64 x 1 (block-write, ds layout)
       i=0
-      for shape in "--R 1 --L 1 --nb 1" "--R 2 --L 4 --nb 4 --block-write" "--R 3 --L 8 --nb 2" "--R 8 --L 8 --nb 8" \
-                   "--R 64 --L 1 --nb 3 --block-write --layout ds"; do
+      for shape in "--R 1 --L 1 --nb 1" "--R 2 --L 4 --nb 4 --block-write" "--R 3 --L 8 --nb 2" "--R 4 --L 4 --nb 5" \
+                   "--R 8 --L 8 --nb 8" "--R 64 --L 1 --nb 3 --block-write --layout ds"; do
         i=$((i + 1)); f=/tmp/san$i.safetensors
         "$B/monokda" fixture --config k3 $shape -o $f >/dev/null
         for tool in ${SAN_TOOLS:-memcheck racecheck synccheck}; do
