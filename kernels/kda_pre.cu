@@ -320,10 +320,10 @@ std::string ss(int64_t v) { return std::to_string(v); }
 #if MONOKDA_NVIDIA
 // The in_proj weight [N, D] as 64-column boxes of a band (3 or 6 groups) and of one group (16 rows),
 // as kda_gemv_batch.hpp reads them.
-void encode_weight_map(WeightMap& m, const bf16* w) {
+void encode_weight_map(WeightMap& m, const bf16* w, uint32_t box_cols) {
     for (CUtensorMap* map : {&m.narrow, &m.wide, &m.group}) {
         const uint32_t rows = map == &m.narrow ? kBandRows : map == &m.wide ? 2 * kBandRows : k3::kGroupRows;
-        const std::string err = encode_bf16_tensor_map(*map, w, k3::N, k3::D, rows, kBoxCols);
+        const std::string err = encode_bf16_tensor_map(*map, w, k3::N, k3::D, rows, box_cols);
         if (!err.empty()) throw GpuError("kda_pre: the in_proj weight's tensor map: " + err);
     }
 }
@@ -422,6 +422,10 @@ KdaLauncher::KdaLauncher(const Plan& plan, const LaunchOptions& opt) : impl_(new
     if (opt.weight_pace_ns < -1 || opt.weight_pace_ns > kMaxWeightPaceNs)
         bad_input("kda_pre: weight pace must be -1 (the launcher's choice) or 0.." + std::to_string(kMaxWeightPaceNs) +
                   " ns (got " + std::to_string(opt.weight_pace_ns) + ")");
+#if !MONOKDA_NVIDIA
+    if (opt.plant_copy_fault != LaunchOptions::CopyFault::none)
+        bad_input("kda_pre: a planted copy fault needs the copy engine's copies (NVIDIA builds)");
+#endif
     impl_->opt = opt;
     impl_->pace_ns = opt.weight_pace_ns >= 0 ? opt.weight_pace_ns : plan.params().gemv_every_cta ? 0 : kWeightPaceNs;
 
@@ -498,12 +502,15 @@ void KdaLauncher::launch(const KdaTensors& t, void* stream) {
     a.w_evict_first = impl_->opt.weight_evict_first ? 1 : 0;
     a.w_pace_ns = impl_->pace_ns;
 #if MONOKDA_NVIDIA
+    using Fault = LaunchOptions::CopyFault;
+    const Fault fault = impl_->opt.plant_copy_fault;
     if (impl_->wmap_of != a.in_proj_w) {
-        encode_weight_map(impl_->wmap, a.in_proj_w);
+        encode_weight_map(impl_->wmap, a.in_proj_w, fault == Fault::weight ? kBoxCols / 2 : kBoxCols);
         impl_->wmap_of = a.in_proj_w;
     }
     if (impl_->xmap_of != a.x) {  // a box is all the step's S rows
-        const std::string err = encode_bf16_tensor_map(impl_->wmap.x, a.x, uint64_t(a.S), k3::D, uint32_t(a.S), kBoxCols);
+        const uint32_t cols = fault == Fault::x ? kBoxCols / 2 : kBoxCols;
+        const std::string err = encode_bf16_tensor_map(impl_->wmap.x, a.x, uint64_t(a.S), k3::D, uint32_t(a.S), cols);
         if (!err.empty()) throw GpuError("kda_pre: x's tensor map: " + err);
         impl_->xmap_of = a.x;
     }

@@ -89,9 +89,15 @@ struct LaunchOptions {
     // NVIDIA gemv pass: the weight steps a band copies before x exists go this many ns apart
     // (0: together; up to kMaxWeightPaceNs), so that their burst does not hold up the attn role's
     // hand-offs through L2. -1: the launcher's choice, kWeightPaceNs where the plan's bands lie past
-    // the attn CTAs (up to 16 rows) and 0 where they cover every CTA (docs/performance.md, "The first
+    // the attn CTAs (up to 15 rows) and 0 where they cover every CTA (docs/performance.md, "The first
     // weight steps paced"; `monokda bench --weight-pace`).
     int weight_pace_ns = -1;
+    // A test's planted fault (NVIDIA): the named tensor map is encoded with boxes of half the
+    // columns, so each of its copies lands half the bytes its barrier waits for and the gemv pass's
+    // bounded wait must give up and name the copy (tests/gpu/test_launch.cpp). AMD has no copies
+    // and refuses it.
+    enum class CopyFault { none, x, weight };
+    CopyFault plant_copy_fault = CopyFault::none;
 };
 constexpr int kWeightPaceNs = 1000, kMaxWeightPaceNs = 20000;
 

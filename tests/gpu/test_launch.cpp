@@ -132,6 +132,44 @@ TEST_CASE("a mailbox that is never filled: the polls give up and the error names
     runner.run();
 }
 
+TEST_CASE("a copy-engine copy that never completes: the pass's wait gives up and the error names the copy") {
+    require_gpu();
+    const StepInputs in = make_case(Case{1, 1, 2, false, ConvLayout::sd, 43});
+    gpu::KdaRunner runner(in);
+    const Plan plan = gpu::device_plan(in.cfg);
+    using Fault = gpu::LaunchOptions::CopyFault;
+    for (const auto& [fault, name] : {std::pair{Fault::x, std::string("its copy of x for step ")},
+                                      std::pair{Fault::weight, std::string("its in_proj weight copy of step ")}}) {
+        CAPTURE(name);
+        gpu::LaunchOptions lo;
+        lo.poll_timeout_ms = 200;
+        lo.plant_copy_fault = fault;
+        gpu::KdaLauncher broken(plan, lo);
+        // every band CTA's copy of the planted map lands half its bytes. The kda tasks, waiting for
+        // the pass's PROJ from about the same time, can give up first: which wait's timeout lands in
+        // the error word is a race, so three launches, and the copy must be named in one at least
+        bool named = false;
+        for (int k = 0; k < 3 && !named; ++k) {
+            std::string msg;
+            broken.launch(runner.tensors());
+            try {
+                broken.check();
+            } catch (const gpu::GpuError& e) {
+                msg = e.what();
+            }
+            CHECK_MESSAGE(msg.find("TIMEOUT") != std::string::npos, msg);
+            CHECK_MESSAGE((msg.find(name) != std::string::npos || msg.find("waiting for PROJ[group ") != std::string::npos),
+                          msg);
+            named = msg.find(name) != std::string::npos;
+            if (named) log_line("launch.md", "| planted copy fault | " + msg + " |");
+            runner.restore_states();
+        }
+        CHECK_MESSAGE(named, name);
+    }
+    // the runner's own launcher (whole maps) on the same tensors still runs clean
+    runner.run();
+}
+
 TEST_CASE("strided state pages and the ds layout give the same bits as plain sd tensors") {
     require_gpu();
     const StepInputs in = make_case(Case{4, 4, 4, true, ConvLayout::sd, 51});
