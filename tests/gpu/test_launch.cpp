@@ -11,6 +11,17 @@
 using namespace monokda;
 using namespace monokda::gpu_test;
 
+// One launch on a broken launcher: the error check() reports ("" if none).
+static std::string launch_error(gpu::KdaLauncher& broken, const gpu::KdaTensors& t) {
+    broken.launch(t);
+    try {
+        broken.check();
+    } catch (const gpu::GpuError& e) {
+        return e.what();
+    }
+    return "";
+}
+
 TEST_CASE("bad input on the device: the launch is refused, reported, and writes nothing") {
     require_gpu();
     const StepInputs in = make_case(Case{3, 4, 4, true, ConvLayout::sd, 21});
@@ -113,13 +124,7 @@ TEST_CASE("a mailbox that is never filled: the polls give up and the error names
     lo.check_plan = false;
     CHECK_THROWS_AS(gpu::KdaLauncher(plan, gpu::LaunchOptions{}), BadInput);  // refused when checked
     gpu::KdaLauncher broken(plan, lo);
-    broken.launch(runner.tensors());
-    std::string msg;
-    try {
-        broken.check();
-    } catch (const gpu::GpuError& e) {
-        msg = e.what();
-    }
+    const std::string msg = launch_error(broken, runner.tensors());
     // which starved poll gives up first is a race: the gemv CTAs wait for XRDY[slice 5], and CTA 5,
     // having skipped its ATTN_X, goes on to its kda tasks and waits for proj that never comes
     CHECK_MESSAGE(msg.find("TIMEOUT") != std::string::npos, msg);
@@ -152,14 +157,8 @@ TEST_CASE("a copy-engine copy that never completes: the pass's wait gives up and
         lo.poll_timeout_ms = 200;
         lo.check_plan = false;  // the plan without kda tasks is refused otherwise
         lo.plant_copy_fault = fault;
-        gpu::KdaLauncher broken(plan, lo);
-        broken.launch(runner.tensors());  // each copy of the planted map lands half the bytes it is waited for with
-        std::string msg;
-        try {
-            broken.check();
-        } catch (const gpu::GpuError& e) {
-            msg = e.what();
-        }
+        gpu::KdaLauncher broken(plan, lo);  // each copy of the planted map lands half the bytes waited for
+        const std::string msg = launch_error(broken, runner.tensors());
         CHECK_MESSAGE(msg.find("TIMEOUT") != std::string::npos, msg);
         CHECK_MESSAGE(msg.find(name) != std::string::npos, msg);
         log_line("launch.md", "| planted copy fault | " + msg + " |");
