@@ -10,8 +10,8 @@
 // mbarrier; up to 16 rows 3 wide steps or 7 narrow ones are in flight while one is used, above
 // 16 rows 3 narrow ones (2 wide) (BatchStage::count). The plan's bands are wide up to 15 rows and
 // narrow from 16 (PlanParams::kSpreadGemvMinS), where it deals them over every CTA and an attn
-// CTA's pass starts after its ATTN_X (docs/kernel.md, "gemv bands"). A CTA whose groups are not one band (a
-// hand-edited plan) gets one 16-row box a group, one box a lane. x goes through the copy engine
+// CTA's pass starts after its ATTN_X (docs/kernel.md, "gemv bands"). A CTA whose groups are not one
+// band (a hand-edited plan) gets one 16-row box a group, one box a lane. x goes through the copy engine
 // too, 4 boxes of the step's S rows × 64 columns, up to 3 steps ahead (XBatch); through cp.async,
 // 16 bytes a thread, its copies had set the step's pace from ~8 rows (docs/performance.md, "x
 // through the copy engine"). The first steps' weights are in flight before x exists. Same

@@ -142,7 +142,7 @@ TEST_CASE("a copy-engine copy that never completes: the pass's wait gives up and
     const StepInputs in = make_case(Case{1, 1, 2, false, ConvLayout::sd, 43});
     gpu::KdaRunner runner(in);
     // without the kda tasks nothing but the pass waits for what the copies feed (with them, the
-    // tasks' PROJ polls, which read the clock more often than a copy's barrier wait, gave up first)
+    // tasks' PROJ polls gave up first in all six launches of a measured run)
     Plan plan = gpu::device_plan(in.cfg);
     for (int l = 0; l < plan.blocks(); ++l)
         for (int i = int(plan.instrs(l).size()) - 1; i >= 0; --i) {
