@@ -18,7 +18,7 @@ int PlanParams::k3_chunk_rows(const Config& cfg, int blocks) {
     constexpr int r = kChunkRows;
     if (cfg.V % r != 0 || cfg.K % (cfg.V / r) != 0) return cfg.V;
     const int64_t tasks = int64_t(cfg.R) * cfg.H * (cfg.V / r);
-    const bool one_a_cta = tasks <= blocks && cfg.L >= kChunkMinL;
+    const bool one_a_cta = tasks <= blocks;
     const bool two_a_cta = tasks <= 2 * int64_t(blocks) && cfg.L >= kChunkMinLTwoACta;
     return one_a_cta || two_a_cta ? r : cfg.V;
 }

@@ -41,15 +41,15 @@ struct PlanParams {
     static PlanParams defaults_for(const Config& cfg);
     // k3's kda tasks: chunks of kChunkRows state rows (a quarter of a head: 4 tasks a head, which
     // hand each other q/k and their shares of g1 through QK and Σō² partials through ONRM) while
-    // every such task has a CTA of its own (R·H·4 <= blocks: R <= 2 on 132 CTAs) and the step has at
-    // least kChunkMinL tokens a request, or while they fit two a CTA (R <= 5) and the step has at least
-    // kChunkMinLTwoACta tokens (a CTA's two tasks run side by side in its two kda teams, each with
-    // half the threads, so a chunk's recurrence takes twice the row batches: it pays off only over
-    // more tokens). Otherwise one task a whole head, which hands nothing between CTAs and writes a
-    // head's states from one CTA (with one token, 64 KB: less than the chunks' hand-offs cost).
-    // SPEC §4's 16-row chunks (8 a head, 96 tasks at R = 1, so 40 of them on gemv CTAs that start
-    // them only after their in_proj pass) measured 3–8 µs slower at R = 1; docs/kernel.md, "kda tasks".
-    static constexpr int kChunkRows = 32, kChunkMinL = 2, kChunkMinLTwoACta = 4;
+    // every such task has a CTA of its own (R·H·4 <= blocks: R <= 2 on 132 CTAs), whatever the
+    // tokens, or while they fit two a CTA (R <= 5) and the step has at least kChunkMinLTwoACta
+    // tokens (a CTA's two tasks run side by side in its two kda teams, each with half the threads,
+    // so a chunk's recurrence takes twice the row batches: it pays off only over more tokens).
+    // Otherwise one task a whole head, which hands nothing between CTAs and writes a head's states
+    // from one CTA. SPEC §4's 16-row chunks (8 a head, 96 tasks at R = 1, so 40 of them on gemv CTAs
+    // that start them only after their in_proj pass) measured 3–8 µs slower at R = 1;
+    // docs/kernel.md, "kda tasks".
+    static constexpr int kChunkRows = 32, kChunkMinLTwoACta = 4;
     static int k3_chunk_rows(const Config& cfg, int blocks);
     // The k3 preset on `blocks` CTAs with k3_chunk_rows for cfg (the emulator's default and the GPU
     // launcher's plan, kernels/kda_validate.cpp device_plan).

@@ -130,13 +130,14 @@ TEST_CASE("k3 with three requests of four tokens: 32-row chunks two a CTA, in tw
     bit_for_bit(p, o, {"random", "pct"});
 }
 
-TEST_CASE("k3 plain decode (R = L = 1): one kda task a head on the attn CTAs, bit for bit") {
+TEST_CASE("k3 plain decode (R = L = 1): four chunk tasks a head, all on attn CTAs, bit for bit") {
     EmulateOptions o;
     o.fixture.R = 1, o.fixture.L = 1;
     o.envelope_orders = -1;  // the envelope is the default run's business; this checks the plan's shape
     Prepared p = prepare(o, 1);
-    REQUIRE(p.plan.n_chunks() == 1);  // PlanParams::kChunkMinL: one token is no reason to hand q/k over
-    for (int h = 0; h < 12; ++h) CHECK(p.plan.kda_cta(0, h, 0) < p.plan.n_attn_ctas());  // no gemv CTA runs a task
+    REQUIRE(p.plan.n_chunks() == 4);  // 48 tasks: each has a CTA of its own, whatever the tokens
+    for (int h = 0; h < 12; ++h)
+        for (int c = 0; c < 4; ++c) CHECK(p.plan.kda_cta(0, h, c) < p.plan.n_attn_ctas());  // no gemv CTA runs a task
     o.kda_teams = 2;
     bit_for_bit(p, o, {"random", "pct", "delay:kda"});
 }

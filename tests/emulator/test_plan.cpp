@@ -246,7 +246,7 @@ TEST_CASE("k3's in_proj bands follow the step: past the slices up to 15 rows, ov
     CHECK(!PlanParams::defaults_for(small()).gemv_every_cta);  // the small preset keeps SPEC §4's layout
 }
 
-TEST_CASE("k3's kda task shape follows the step: 32-row chunks, one a CTA from L = 2 or two a CTA from L = 4, else one task a head") {
+TEST_CASE("k3's kda task shape follows the step: 32-row chunks, one a CTA at any L or two a CTA from L = 4, else one task a head") {
     Config c = k3();
     auto rows = [&](int R, int L, int blocks) {
         c.R = R, c.L = L;
@@ -254,7 +254,8 @@ TEST_CASE("k3's kda task shape follows the step: 32-row chunks, one a CTA from L
     };
     CHECK(rows(1, 2, 132) == 32);   // 48 chunk tasks <= 132 CTAs
     CHECK(rows(1, 8, 132) == 32);   // L does not change the task count
-    CHECK(rows(1, 1, 132) == 128);  // one token: a head on one CTA beats the chunks' hand-offs (kChunkMinL)
+    CHECK(rows(1, 1, 132) == 32);   // one token too: a CTA each, the recurrence over 4 SMs
+    CHECK(rows(3, 1, 132) == 128);  // 144 > 132, and one token is too few for two a CTA
     CHECK(rows(2, 4, 132) == 32);   // 96 <= 132
     CHECK(rows(3, 4, 132) == 32);   // 144 <= 2 · 132: two a CTA from 4 tokens on (kChunkMinLTwoACta)
     CHECK(rows(3, 2, 132) == 128);  // two a CTA over 2 tokens: a head is faster
@@ -265,7 +266,8 @@ TEST_CASE("k3's kda task shape follows the step: 32-row chunks, one a CTA from L
     CHECK(rows(2, 2, 96) == 32);    // exactly one CTA each
     CHECK(rows(2, 2, 95) == 128);
     CHECK(rows(2, 4, 95) == 32);    // two on one CTA, over 4 tokens
-    CHECK(rows(2, 1, 96) == 128);   // one token
+    CHECK(rows(2, 1, 96) == 32);    // one token, one CTA each
+    CHECK(rows(2, 1, 95) == 128);   // one token, two on a CTA
     CHECK(rows(5, 4, 256) == 32);   // an MI355X-class part
     c.R = 1, c.L = 4;
     CHECK(PlanParams::defaults_for(c).kda_chunk_rows == 32);
