@@ -30,6 +30,7 @@ PlanParams PlanParams::k3_for(const Config& cfg, int blocks) {
     p.gemv_every_cta = cfg.S() >= kSpreadGemvMinS;
     if (p.gemv_every_cta && cfg.D / p.slice_width * kSplitAttnRowParts < blocks) p.attn_row_parts = kSplitAttnRowParts;
     p.interleave_ctas = k3_interleave(cfg, p);
+    p.interleave_width = k3_interleave_width(p);
     return p;
 }
 
@@ -37,7 +38,7 @@ bool PlanParams::k3_interleave(const Config& cfg, const PlanParams& p) {
     const int64_t attn_ctas = int64_t(cfg.D / p.slice_width) * p.attn_row_parts;
     const int64_t tasks = int64_t(cfg.R) * cfg.H * (cfg.V / p.kda_chunk_rows);
     if (p.gemv_every_cta) return tasks >= kPairedMinTasks && tasks <= kPairedMaxTasks;
-    return 2 * attn_ctas <= p.blocks && tasks > attn_ctas && tasks <= p.blocks;
+    return 2 * attn_ctas <= p.blocks;
 }
 
 GemvBands parse_gemv_bands(const std::string& s) {
@@ -56,6 +57,7 @@ Placement parse_placement(const std::string& s) {
 
 void apply_placement(PlanParams& p, const Config& cfg, Placement placement) {
     p.interleave_ctas = placement == Placement::by_plan ? PlanParams::k3_interleave(cfg, p) : placement == Placement::paired;
+    p.interleave_width = PlanParams::k3_interleave_width(p);
 }
 
 void apply_gemv_bands(PlanParams& p, GemvBands b) {
@@ -88,6 +90,8 @@ void PlanParams::validate(const Config& cfg) const {
          "gemv_group_rows must divide N = " + s(cfg.N) + " (got " + s(gemv_group_rows) + ")");
     need(kda_chunk_rows > 0 && cfg.V % kda_chunk_rows == 0,
          "kda_chunk_rows must divide V = " + s(cfg.V) + " (got " + s(kda_chunk_rows) + ")");
+    need(interleave_width >= 1 && interleave_width <= blocks,
+         "interleave_width must be 1..blocks (got " + s(interleave_width) + ")");
     const int n_chunks = cfg.V / kda_chunk_rows;
     need(cfg.K % n_chunks == 0, "kda_chunk_rows: the V / kda_chunk_rows = " + s(n_chunks) +
                                     " chunks of a head must split K = " + s(cfg.K) + " q/k channels evenly");
@@ -263,9 +267,13 @@ Plan Plan::build(const Config& cfg, const PlanParams& params) {
     const int B = params.blocks, A = p.n_attn_ctas(), P = p.n_paired();
     p.list_at_.resize(size_t(B));
     p.launch_cta_.resize(size_t(B));
+    const int w = params.interleave_width, Pw = P - P % w;  // pairs in whole runs of w
+    auto paired_at = [&](int c, bool band) {  // launch CTA of attn list c or of list A + c, c < P
+        return c < Pw ? 2 * w * (c / w) + (band ? w : 0) + c % w : 2 * c + (band ? 1 : 0);
+    };
     for (int list = 0; list < B; ++list) {
-        // pairs (attn list c, list A + c) first, then the unpaired attn lists P..A-1, then lists A + P..
-        const int b = list < P ? 2 * list : list < A ? P + list : list < A + P ? 2 * (list - A) + 1 : list;
+        // the pairs (attn list c, list A + c) first, then the unpaired attn lists P..A-1, then lists A + P..
+        const int b = list < P ? paired_at(list, false) : list < A ? P + list : list < A + P ? paired_at(list - A, true) : list;
         p.list_at_[size_t(b)] = list;
         p.launch_cta_[size_t(list)] = b;
     }

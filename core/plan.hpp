@@ -26,12 +26,17 @@ struct PlanParams {
     // the slice's ATTN_PART, ATTN_MIX and ATTN_X on its rows only. Every sum is still within one
     // slice and one row, so the results do not change; the latency-bound attn loops get more SMs.
     int attn_row_parts = 1;
-    // Where the lists go in the launch: with P = min(attn CTAs A, blocks − A) pairs, launch CTA 2c runs
-    // attn list c and launch CTA 2c + 1 list A + c (c < P), the rest in list order after them, instead
-    // of list b on launch CTA b. The H200 puts launch CTAs 2k and 2k + 1 on the two SMs of one TPC, so
-    // P of the lists past the attn CTAs (the first bands) then share their TPC with an attn CTA
-    // instead of another band CTA (Plan::list_at; the lists do not change).
+    // Where the lists go in the launch. With P = min(attn CTAs A, blocks − A) pairs and w =
+    // interleave_width, runs of w attn lists and w lists past the attn CTAs alternate: attn list c on
+    // launch CTA 2w·⌊c/w⌋ + c mod w and list A + c on the CTA w after it (c < P; a last run shorter
+    // than w alternates CTA by CTA), the rest in list order after them, instead of list b on launch
+    // CTA b (Plan::list_at; the lists do not change). The H200 runs launch CTAs 2k and 2k + 1 on the
+    // two SMs of one TPC and fills a GPC (16 SMs) with consecutive launch CTAs before the next
+    // (bench/gpc_probe.cu): w = 1 puts each of the P first bands on a TPC with an attn CTA; w = 2
+    // gives attn CTAs and bands TPCs of their own and 8 of each to every GPC, where index order
+    // packs the 66 bands of a step up to 15 rows into 3 GPCs and half of 2 more.
     bool interleave_ctas = false;
+    int interleave_width = 1;
 
     // "k3": {132, 128, 16, 128} (one kda task a head; k3_for picks the rows for a step). "small":
     // {24, 16, 16, 8}: 16 attn slices and 4 chunks a head, so a small config still exercises many
@@ -65,18 +70,18 @@ struct PlanParams {
     // k3's attn role from the same rows on: two row halves a slice (attn_row_parts 2) on 112 CTAs,
     // where every CTA takes in_proj bands after its attn instructions anyway.
     static constexpr int kSplitAttnRowParts = 2;
-    // k3's placement (interleave_ctas). Up to 16 rows (SPEC §4's bands, 56 pairs): where the kda
-    // tasks, one round of them, reach past the attn CTAs onto band CTAs (n_attn_ctas < tasks <=
-    // blocks). Measured on the H200 (docs/performance.md, "CTA placement"): 0.7–5.4 µs faster on 15
-    // such shapes (2×2 … 2×8, 5×1 … 11×1, 5×3, 6×2, 8×2), where band CTAs run kda tasks after their
-    // pass (a band stream alone on its TPC takes ~5 % shorter steps); 0.4–0.9 µs slower where every
-    // kda task sits on an attn CTA (its TPC partner's weight copies then slow the attn role), and the
-    // same within 0.2 µs where the tasks take more than one round. From 16 rows (bands over every CTA,
-    // 112 attn CTAs, 20 pairs): with kPairedMinTasks..kPairedMaxTasks kda tasks, where 9 of 12 shapes
-    // measured in the plan gained 0.1–4.8 µs and 3 lost up to 1.0 (mean −1.8); fewer tasks (72–84)
-    // measured up to 1.3 µs slower, more within ±0.6 and 64×1 (768) ~3 µs slower: index order there.
+    // k3's placement (interleave_ctas, interleave_width). Up to 15 rows (SPEC §4's bands past the 56
+    // attn CTAs, 56 pairs): always, TPC pairs alternating (w = 2). A band's stream is capped by its
+    // GPC's share of the memory system: in index order the bands of the GPCs with 16 of them took 28 µs
+    // for the pass at 1×1 and those with 8 took 21; alternating TPC pairs, all took ~22, and the step
+    // 0.2–4.7 µs less on 12 shapes of 1–12 rows (docs/performance.md, "CTA placement"). From 16 rows
+    // (bands over every CTA, 112 attn CTAs, 20 pairs, w = 1): with kPairedMinTasks..kPairedMaxTasks
+    // kda tasks, where 9 of 12 shapes measured in the plan gained 0.1–4.8 µs and 3 lost up to 1.0
+    // (mean −1.8); fewer tasks (72–84) measured up to 1.3 µs slower, more within ±0.6 and 64×1 (768)
+    // ~3 µs slower: index order there.
     static constexpr int kPairedMinTasks = 96, kPairedMaxTasks = 144;
     static bool k3_interleave(const Config& cfg, const PlanParams& p);
+    static int k3_interleave_width(const PlanParams& p) { return p.gemv_every_cta ? 1 : 2; }
     // BadInput naming the field ("plan: blocks ...") when the plan cannot be built for cfg.
     void validate(const Config& cfg) const;
 };

@@ -386,8 +386,10 @@ EmulateResult emulate(Prepared& prep, const EmulateOptions& o) {
          std::to_string(pp.gemv_group_rows) + " on " + std::to_string(plan.n_gemv()) + " CTAs (" +
          (pp.gemv_every_cta ? "bands over every CTA" : "past the slices") + "), " + std::to_string(plan.n_kda_tasks()) + " kda tasks (" +
          std::to_string(plan.n_chunks()) + " chunks of " + std::to_string(pp.kda_chunk_rows) + " rows); " +
-         (pp.interleave_ctas ? "launch order interleaved (attn CTA c on launch CTA 2c, CTA " + std::to_string(plan.n_attn_ctas()) +
-                                   " + c on 2c + 1, c < " + std::to_string(plan.n_paired()) + "); "
+         (pp.interleave_ctas ? "launch order interleaved (runs of " + std::to_string(pp.interleave_width) +
+                                   " attn CTAs and " + std::to_string(pp.interleave_width) + " CTAs from " +
+                                   std::to_string(plan.n_attn_ctas()) + " on alternate launch CTAs, " +
+                                   std::to_string(plan.n_paired()) + " pairs); "
                              : "") +
          (o.kda_teams > 1 ? "kda in " + std::to_string(o.kda_teams) + " teams a CTA (" +
                                 std::to_string(plan.blocks() - plan.launch_blocks()) + " team lists after the CTAs); "

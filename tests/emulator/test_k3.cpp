@@ -60,9 +60,9 @@ TEST_CASE("k3 default run: CTAs become resident in the plan's launch order (inte
     EmulateOptions o;
     Prepared p = prepare(o, 1);
     REQUIRE(p.plan.params().interleave_ctas);  // 96 kda tasks reach past the 56 attn CTAs
-    CHECK(contains(emulate(p, o).report, "launch order interleaved (attn CTA c on launch CTA 2c, CTA 56 + c on 2c + 1, c < 56)"));
+    CHECK(contains(emulate(p, o).report, "launch order interleaved (runs of 2 attn CTAs and 2 CTAs from 56 on alternate launch CTAs, 56 pairs)"));
     const int need = p.plan.min_residency();
-    // attn list 55 starts as launch CTA 110 and every gate waits for all 56 slices. (In index order 97
+    // attn list 55 starts as launch CTA 109 and every gate waits for all 56 slices. (In index order 97
     // places do: band list 96, the first without a kda task, ends its pass and hands its place on, and
     // so does each band after it.)
     CHECK(need == p.plan.launch_cta_of(55) + 1);

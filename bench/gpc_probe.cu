@@ -1,0 +1,206 @@
+// monokda-gpc-probe: which SMs share a GPC, and whether an SM's share of the memory stream depends
+// on where it sits.
+//
+// kda_pre's traces show the gemv pass's band CTAs splitting into groups whose 28 steps take 21 µs or
+// 28 µs at 1×1, the same CTAs (and SMs) in every launch. This probe asks the hardware two things:
+//   topology: thread-block clusters never span GPCs, so launching clusters of 2, 4, 8 and 16 CTAs
+//     (one CTA an SM) many times and joining the SMs that met in a cluster partitions the SMs into
+//     their GPCs (a lower bound on each: SMs never seen together stay apart);
+//   stream: every CTA of a one-CTA-an-SM grid reads its own contiguous 1.5 MB with 16-byte loads
+//     (eight in flight a thread), and its time is stamped; with all SMs streaming, with only the
+//     SMs that run kda_pre's 66 bands at 1×1 streaming (CTAs 56..121 of 132), and with one GPC's
+//     SMs alone. Buffers rotate over 4 copies of 200 MB so L2 never holds what is read.
+// Usage: monokda-gpc-probe [REPS]  (default 10 launches a case; prints the GPCs, then per SM
+// the median µs of its stream in each case)
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <numeric>
+#include <string>
+#include <vector>
+
+namespace {
+
+constexpr int kThreads = 256;
+constexpr size_t kPerCta = size_t(1536) * 1024;  // bytes a CTA streams
+constexpr int kCopies = 4;
+
+void check(cudaError_t e, const char* what) {
+    if (e != cudaSuccess) {
+        std::fprintf(stderr, "monokda-gpc-probe: %s: %s\n", what, cudaGetErrorString(e));
+        std::exit(1);
+    }
+}
+
+__device__ __forceinline__ uint32_t sm_id() {
+    uint32_t s;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(s));
+    return s;
+}
+
+__device__ __forceinline__ uint64_t now_ns() {
+    uint64_t t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+__global__ void where(int* sm_of_block) {
+    extern __shared__ unsigned char pad[];  // sized by the launch so one CTA fits an SM
+    if (threadIdx.x == 0) {
+        pad[0] = 0;
+        sm_of_block[blockIdx.x] = int(sm_id());
+    }
+}
+
+// CTA b streams its own kPerCta bytes if on[b]; records its SM and its time (start to end).
+__global__ void stream(const uint4* base, const int* on, int* sm_of_block, float* us, uint4* sink) {
+    extern __shared__ unsigned char pad[];
+    const int b = blockIdx.x;
+    if (threadIdx.x == 0) sm_of_block[b] = int(sm_id()), pad[0] = 0;
+    if (!on[b]) return;
+    __syncthreads();
+    const uint64_t t0 = now_ns();
+    const uint4* p = base + size_t(b) * (kPerCta / 16);
+    uint4 acc = make_uint4(0, 0, 0, 0);
+    constexpr int kUnroll = 8;
+    for (size_t i = threadIdx.x; i < kPerCta / 16; i += size_t(kThreads) * kUnroll) {
+        uint4 v[kUnroll];
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) v[u] = __ldcs(p + i + size_t(u) * kThreads);
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) acc.x ^= v[u].x, acc.y ^= v[u].y, acc.z ^= v[u].z, acc.w ^= v[u].w;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) us[b] = float(now_ns() - t0) * 1e-3f;
+    if (acc.x == 0x12345678u) sink[threadIdx.x] = acc;  // keeps the loads
+}
+
+struct Dsu {
+    std::vector<int> p;
+    explicit Dsu(int n) : p(n) { std::iota(p.begin(), p.end(), 0); }
+    int find(int x) { return p[x] == x ? x : p[x] = find(p[x]); }
+    void join(int a, int b) { p[find(a)] = find(b); }
+};
+
+float median(std::vector<float> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0.f : v[v.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const int reps = argc > 1 ? std::atoi(argv[1]) : 10;
+    cudaDeviceProp prop{};
+    check(cudaGetDeviceProperties(&prop, 0), "device properties");
+    const int n_sm = prop.multiProcessorCount;
+    const int smem = int(prop.sharedMemPerBlockOptin) - 1024;  // one CTA an SM
+    check(cudaFuncSetAttribute(where, cudaFuncAttributeMaxDynamicSharedMemorySize, smem), "smem");
+    check(cudaFuncSetAttribute(where, cudaFuncAttributeNonPortableClusterSizeAllowed, 1), "cluster 16");
+    check(cudaFuncSetAttribute(stream, cudaFuncAttributeMaxDynamicSharedMemorySize, smem), "smem");
+    int* d_sm = nullptr;
+    check(cudaMalloc(&d_sm, 4096 * sizeof(int)), "alloc");
+
+    // --- topology
+    Dsu dsu(n_sm);
+    for (int cs : {2, 4, 8, 16}) {
+        cudaLaunchConfig_t cfg{};
+        cudaLaunchAttribute attr{};
+        attr.id = cudaLaunchAttributeClusterDimension;
+        attr.val.clusterDim.x = unsigned(cs), attr.val.clusterDim.y = 1, attr.val.clusterDim.z = 1;
+        cfg.blockDim = dim3(kThreads), cfg.dynamicSmemBytes = size_t(smem), cfg.attrs = &attr, cfg.numAttrs = 1;
+        cfg.gridDim = dim3(unsigned(cs));
+        int clusters = 0;
+        if (cudaOccupancyMaxActiveClusters(&clusters, where, &cfg) != cudaSuccess || clusters == 0) {
+            cudaGetLastError();
+            std::printf("cluster size %d: not launchable\n", cs);
+            continue;
+        }
+        cfg.gridDim = dim3(unsigned(clusters * cs));
+        std::printf("cluster size %d: %d clusters at once (%d SMs)\n", cs, clusters, clusters * cs);
+        std::vector<int> sm(size_t(clusters) * cs);
+        for (int r = 0; r < 40; ++r) {
+            check(cudaLaunchKernelEx(&cfg, where, d_sm), "cluster launch");
+            check(cudaMemcpy(sm.data(), d_sm, sm.size() * sizeof(int), cudaMemcpyDeviceToHost), "copy");
+            for (int c = 0; c < clusters; ++c)
+                for (int i = 1; i < cs; ++i) dsu.join(sm[size_t(c) * cs], sm[size_t(c) * cs + i]);
+        }
+    }
+    std::vector<int> gpc_of(n_sm, -1);
+    std::vector<std::vector<int>> gpcs;
+    for (int s = 0; s < n_sm; ++s) {
+        const int root = dsu.find(s);
+        int g = -1;
+        for (size_t k = 0; k < gpcs.size(); ++k)
+            if (dsu.find(gpcs[k][0]) == root) g = int(k);
+        if (g < 0) g = int(gpcs.size()), gpcs.push_back({});
+        gpcs[size_t(g)].push_back(s), gpc_of[size_t(s)] = g;
+    }
+    for (size_t g = 0; g < gpcs.size(); ++g) {
+        std::printf("gpc %zu (%zu SMs):", g, gpcs[g].size());
+        for (int s : gpcs[g]) std::printf(" %d", s);
+        std::printf("\n");
+    }
+
+    // --- stream
+    const size_t bytes = size_t(n_sm) * kPerCta;
+    std::vector<uint4*> bufs(kCopies);
+    for (auto& b : bufs) {
+        check(cudaMalloc(&b, bytes), "stream buffer");
+        check(cudaMemset(b, 1, bytes), "fill");
+    }
+    int* d_on = nullptr;
+    float* d_us = nullptr;
+    uint4* d_sink = nullptr;
+    check(cudaMalloc(&d_on, size_t(n_sm) * sizeof(int)), "alloc");
+    check(cudaMalloc(&d_us, size_t(n_sm) * sizeof(float)), "alloc");
+    check(cudaMalloc(&d_sink, kThreads * sizeof(uint4)), "alloc");
+    struct Case {
+        std::string name;
+        std::vector<int> on;  // by block index
+    };
+    std::vector<Case> cases;
+    cases.push_back({"all", std::vector<int>(size_t(n_sm), 1)});
+    if (n_sm == 132) {
+        std::vector<int> on(132, 0);
+        for (int b = 56; b < 122; ++b) on[size_t(b)] = 1;
+        cases.push_back({"blocks56-121", on});
+    }
+    std::vector<std::vector<float>> us_by_sm(cases.size(), std::vector<float>(size_t(n_sm), 0.f));
+    std::vector<int> sm(static_cast<size_t>(n_sm));
+    std::vector<float> us(static_cast<size_t>(n_sm));
+    for (size_t k = 0; k < cases.size(); ++k) {
+        check(cudaMemcpy(d_on, cases[k].on.data(), size_t(n_sm) * sizeof(int), cudaMemcpyHostToDevice), "on");
+        std::vector<std::vector<float>> samples(static_cast<size_t>(n_sm));
+        for (int r = 0; r < reps; ++r) {
+            check(cudaMemset(d_us, 0, size_t(n_sm) * sizeof(float)), "clear");
+            stream<<<n_sm, kThreads, size_t(smem)>>>(bufs[size_t(r % kCopies)], d_on, d_sm, d_us, d_sink);
+            check(cudaDeviceSynchronize(), "stream");
+            check(cudaMemcpy(sm.data(), d_sm, sm.size() * sizeof(int), cudaMemcpyDeviceToHost), "copy");
+            check(cudaMemcpy(us.data(), d_us, us.size() * sizeof(float), cudaMemcpyDeviceToHost), "copy");
+            for (int b = 0; b < n_sm; ++b)
+                if (cases[k].on[size_t(b)]) samples[size_t(sm[size_t(b)])].push_back(us[size_t(b)]);
+        }
+        for (int s = 0; s < n_sm; ++s) us_by_sm[k][size_t(s)] = median(samples[size_t(s)]);
+    }
+    std::printf("sm gpc");
+    for (auto& c : cases) std::printf(" %s_us", c.name.c_str());
+    std::printf("\n");
+    for (int s = 0; s < n_sm; ++s) {
+        std::printf("%d %d", s, gpc_of[size_t(s)]);
+        for (size_t k = 0; k < cases.size(); ++k) std::printf(" %.2f", us_by_sm[k][size_t(s)]);
+        std::printf("\n");
+    }
+    for (size_t k = 0; k < cases.size(); ++k)
+        for (size_t g = 0; g < gpcs.size(); ++g) {
+            std::vector<float> v;
+            for (int s : gpcs[g])
+                if (us_by_sm[k][size_t(s)] > 0) v.push_back(us_by_sm[k][size_t(s)]);
+            std::printf("case %s gpc %zu: %zu streaming, median %.2f us\n", cases[k].name.c_str(), g, v.size(),
+                        median(v));
+        }
+    return 0;
+}
