@@ -74,7 +74,7 @@ struct PlanParams {
     // attn CTAs, 56 pairs): always, TPC pairs alternating (w = 2). A band's stream is capped by its
     // GPC's share of the memory system: in index order the bands of the GPCs with 16 of them took 28 µs
     // for the pass at 1×1 and those with 8 took 21; alternating TPC pairs, all took ~22, and the step
-    // 0.2–4.7 µs less on 12 shapes of 1–12 rows (docs/performance.md, "CTA placement"). From 16 rows
+    // 0.2–4.7 µs less on 12 shapes of 1–12 rows (docs/performance.md, "CTA placement by GPC"). From 16 rows
     // (bands over every CTA, 112 attn CTAs, 20 pairs, w = 1): with kPairedMinTasks..kPairedMaxTasks
     // kda tasks, where 9 of 12 shapes measured in the plan gained 0.1–4.8 µs and 3 lost up to 1.0
     // (mean −1.8); fewer tasks (72–84) measured up to 1.3 µs slower, more within ±0.6 and 64×1 (768)
