@@ -6,12 +6,13 @@
 //   topology: thread-block clusters never span GPCs, so launching clusters of 2, 4, 8 and 16 CTAs
 //     (one CTA an SM) many times and joining the SMs that met in a cluster partitions the SMs into
 //     their GPCs (a lower bound on each: SMs never seen together stay apart);
-//   stream: every CTA of a one-CTA-an-SM grid reads its own contiguous 1.5 MB with 16-byte loads
-//     (eight in flight a thread), and its time is stamped; with all SMs streaming, with only the
-//     SMs that run kda_pre's 66 bands at 1×1 streaming (CTAs 56..121 of 132), and with one GPC's
-//     SMs alone. Buffers rotate over 4 copies of 200 MB so L2 never holds what is read.
-// Usage: monokda-gpc-probe [REPS]  (default 10 launches a case; prints the GPCs, then per SM
-// the median µs of its stream in each case)
+//   stream: a one-CTA-an-SM grid of 1024 threads, each CTA reading its own contiguous 4 MB with
+//     16-byte loads, eight in flight a thread (128 KB a CTA, as much as kda_pre's weight stages hold),
+//     on a chosen set of SMs: all of them; the 16 SMs of one GPC, or 8 of them (one a TPC); 8 SMs in
+//     each GPC against 16 in each of four GPCs (the same 64 SMs' worth). Buffers rotate over 4 copies
+//     so L2 never holds what is read.
+// Usage: monokda-gpc-probe [REPS]  (default 10 launches a case; prints the GPCs, then each case's
+// streaming SMs, the median of their per-SM rates and the rate of all of them together)
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -24,8 +25,9 @@
 
 namespace {
 
-constexpr int kThreads = 256;
-constexpr size_t kPerCta = size_t(1536) * 1024;  // bytes a CTA streams
+constexpr int kThreads = 256;        // the cluster launches
+constexpr int kStreamThreads = 1024;
+constexpr size_t kPerCta = size_t(4) << 20;  // bytes a CTA streams
 constexpr int kCopies = 4;
 
 void check(cudaError_t e, const char* what) {
@@ -55,21 +57,23 @@ __global__ void where(int* sm_of_block) {
     }
 }
 
-// CTA b streams its own kPerCta bytes if on[b]; records its SM and its time (start to end).
-__global__ void stream(const uint4* base, const int* on, int* sm_of_block, float* us, uint4* sink) {
+// CTA b streams its own kPerCta bytes if its SM is on (on_sm[smid]); records its SM and its time.
+__global__ void stream(const uint4* base, const int* on_sm, int* sm_of_block, float* us, uint4* sink) {
     extern __shared__ unsigned char pad[];
     const int b = blockIdx.x;
-    if (threadIdx.x == 0) sm_of_block[b] = int(sm_id()), pad[0] = 0;
-    if (!on[b]) return;
+    const uint32_t sm = sm_id();
+    if (threadIdx.x == 0) sm_of_block[b] = int(sm), us[b] = 0.f, pad[0] = 0;
+    if (!on_sm[sm]) return;
     __syncthreads();
     const uint64_t t0 = now_ns();
     const uint4* p = base + size_t(b) * (kPerCta / 16);
     uint4 acc = make_uint4(0, 0, 0, 0);
     constexpr int kUnroll = 8;
-    for (size_t i = threadIdx.x; i < kPerCta / 16; i += size_t(kThreads) * kUnroll) {
+    static_assert(kPerCta / 16 % (kStreamThreads * kUnroll) == 0, "whole rounds");
+    for (size_t i = threadIdx.x; i < kPerCta / 16; i += size_t(kStreamThreads) * kUnroll) {
         uint4 v[kUnroll];
 #pragma unroll
-        for (int u = 0; u < kUnroll; ++u) v[u] = __ldcs(p + i + size_t(u) * kThreads);
+        for (int u = 0; u < kUnroll; ++u) v[u] = __ldcs(p + i + size_t(u) * kStreamThreads);
 #pragma unroll
         for (int u = 0; u < kUnroll; ++u) acc.x ^= v[u].x, acc.y ^= v[u].y, acc.z ^= v[u].z, acc.w ^= v[u].w;
     }
@@ -100,7 +104,6 @@ int main(int argc, char** argv) {
     const int smem = int(prop.sharedMemPerBlockOptin) - 1024;  // one CTA an SM
     check(cudaFuncSetAttribute(where, cudaFuncAttributeMaxDynamicSharedMemorySize, smem), "smem");
     check(cudaFuncSetAttribute(where, cudaFuncAttributeNonPortableClusterSizeAllowed, 1), "cluster 16");
-    check(cudaFuncSetAttribute(stream, cudaFuncAttributeMaxDynamicSharedMemorySize, smem), "smem");
     int* d_sm = nullptr;
     check(cudaMalloc(&d_sm, 4096 * sizeof(int)), "alloc");
 
@@ -157,50 +160,56 @@ int main(int argc, char** argv) {
     uint4* d_sink = nullptr;
     check(cudaMalloc(&d_on, size_t(n_sm) * sizeof(int)), "alloc");
     check(cudaMalloc(&d_us, size_t(n_sm) * sizeof(float)), "alloc");
-    check(cudaMalloc(&d_sink, kThreads * sizeof(uint4)), "alloc");
+    check(cudaMalloc(&d_sink, kStreamThreads * sizeof(uint4)), "alloc");
     struct Case {
         std::string name;
-        std::vector<int> on;  // by block index
+        std::vector<int> on;  // by SM
     };
     std::vector<Case> cases;
-    cases.push_back({"all", std::vector<int>(size_t(n_sm), 1)});
-    if (n_sm == 132) {
-        std::vector<int> on(132, 0);
-        for (int b = 56; b < 122; ++b) on[size_t(b)] = 1;
-        cases.push_back({"blocks56-121", on});
+    cases.push_back({"all SMs", std::vector<int>(size_t(n_sm), 1)});
+    std::vector<size_t> full;  // GPCs with 16 SMs
+    for (size_t g = 0; g < gpcs.size(); ++g)
+        if (gpcs[g].size() == 16) full.push_back(g);
+    for (size_t k = 0; k < std::min<size_t>(2, full.size()); ++k) {
+        const auto& gs = gpcs[full[k]];
+        std::vector<int> on16(size_t(n_sm), 0), on8(size_t(n_sm), 0);
+        for (size_t i = 0; i < gs.size(); ++i) on16[size_t(gs[i])] = 1, on8[size_t(gs[i])] = i % 2 == 0;
+        cases.push_back({"gpc " + std::to_string(full[k]) + ", 16 SMs", on16});
+        cases.push_back({"gpc " + std::to_string(full[k]) + ", 8 SMs (one a TPC)", on8});
     }
-    std::vector<std::vector<float>> us_by_sm(cases.size(), std::vector<float>(size_t(n_sm), 0.f));
+    if (full.size() >= 4) {
+        std::vector<int> spread(size_t(n_sm), 0), packed(size_t(n_sm), 0);
+        int n_spread = 0;
+        for (size_t g : full)
+            for (size_t i = 0; i < gpcs[g].size(); i += 2)
+                if (n_spread < 64) spread[size_t(gpcs[g][i])] = 1, ++n_spread;
+        for (size_t k = 0; k < 4; ++k)
+            for (int sm : gpcs[full[k]]) packed[size_t(sm)] = 1;
+        cases.push_back({std::to_string(n_spread) + " SMs, 8 in each of " + std::to_string((n_spread + 7) / 8) + " GPCs",
+                         spread});
+        cases.push_back({"64 SMs, 16 in each of 4 GPCs", packed});
+    }
+    check(cudaFuncSetAttribute(stream, cudaFuncAttributeMaxDynamicSharedMemorySize, smem), "smem");
     std::vector<int> sm(static_cast<size_t>(n_sm));
     std::vector<float> us(static_cast<size_t>(n_sm));
-    for (size_t k = 0; k < cases.size(); ++k) {
-        check(cudaMemcpy(d_on, cases[k].on.data(), size_t(n_sm) * sizeof(int), cudaMemcpyHostToDevice), "on");
-        std::vector<std::vector<float>> samples(static_cast<size_t>(n_sm));
+    std::printf("case | SMs streaming | median µs a SM (4 MB) | median GB/s a SM | all together TB/s (median launch)\n");
+    for (const Case& cs : cases) {
+        check(cudaMemcpy(d_on, cs.on.data(), size_t(n_sm) * sizeof(int), cudaMemcpyHostToDevice), "on");
+        std::vector<float> per_sm, total;
+        int n_on = 0;
+        for (int v : cs.on) n_on += v;
         for (int r = 0; r < reps; ++r) {
-            check(cudaMemset(d_us, 0, size_t(n_sm) * sizeof(float)), "clear");
-            stream<<<n_sm, kThreads, size_t(smem)>>>(bufs[size_t(r % kCopies)], d_on, d_sm, d_us, d_sink);
+            stream<<<n_sm, kStreamThreads, size_t(smem)>>>(bufs[size_t(r % kCopies)], d_on, d_sm, d_us, d_sink);
             check(cudaDeviceSynchronize(), "stream");
-            check(cudaMemcpy(sm.data(), d_sm, sm.size() * sizeof(int), cudaMemcpyDeviceToHost), "copy");
             check(cudaMemcpy(us.data(), d_us, us.size() * sizeof(float), cudaMemcpyDeviceToHost), "copy");
-            for (int b = 0; b < n_sm; ++b)
-                if (cases[k].on[size_t(b)]) samples[size_t(sm[size_t(b)])].push_back(us[size_t(b)]);
+            float slowest = 0.f;
+            for (float u : us)
+                if (u > 0.f) per_sm.push_back(u), slowest = std::max(slowest, u);
+            if (slowest > 0.f) total.push_back(float(double(n_on) * double(kPerCta) / (double(slowest) * 1e6)));
         }
-        for (int s = 0; s < n_sm; ++s) us_by_sm[k][size_t(s)] = median(samples[size_t(s)]);
+        const float m = median(per_sm);
+        std::printf("%s | %d | %.2f | %.1f | %.2f\n", cs.name.c_str(), n_on, m, double(kPerCta) / (double(m) * 1e3),
+                    median(total));
     }
-    std::printf("sm gpc");
-    for (auto& c : cases) std::printf(" %s_us", c.name.c_str());
-    std::printf("\n");
-    for (int s = 0; s < n_sm; ++s) {
-        std::printf("%d %d", s, gpc_of[size_t(s)]);
-        for (size_t k = 0; k < cases.size(); ++k) std::printf(" %.2f", us_by_sm[k][size_t(s)]);
-        std::printf("\n");
-    }
-    for (size_t k = 0; k < cases.size(); ++k)
-        for (size_t g = 0; g < gpcs.size(); ++g) {
-            std::vector<float> v;
-            for (int s : gpcs[g])
-                if (us_by_sm[k][size_t(s)] > 0) v.push_back(us_by_sm[k][size_t(s)]);
-            std::printf("case %s gpc %zu: %zu streaming, median %.2f us\n", cases[k].name.c_str(), g, v.size(),
-                        median(v));
-        }
     return 0;
 }

@@ -71,9 +71,10 @@ struct PlanParams {
     // where every CTA takes in_proj bands after its attn instructions anyway.
     static constexpr int kSplitAttnRowParts = 2;
     // k3's placement (interleave_ctas, interleave_width). Up to 15 rows (SPEC §4's bands past the 56
-    // attn CTAs, 56 pairs): always, TPC pairs alternating (w = 2). A band's stream is capped by its
-    // GPC's share of the memory system: in index order the bands of the GPCs with 16 of them took 28 µs
-    // for the pass at 1×1 and those with 8 took 21; alternating TPC pairs, all took ~22, and the step
+    // attn CTAs, 56 pairs): always, TPC pairs alternating (w = 2). In index order the bands of the
+    // GPCs holding 16 of them took 28 µs for the pass at 1×1 and those holding 8 took 21 (why a full
+    // GPC slows the kernel's copies is not known: a probe's plain loads barely feel it); alternating
+    // TPC pairs, all took ~22, and the step
     // 0.2–4.7 µs less on 12 shapes of 1–12 rows (docs/performance.md, "CTA placement by GPC"). From 16 rows
     // (bands over every CTA, 112 attn CTAs, 20 pairs, w = 1): with kPairedMinTasks..kPairedMaxTasks
     // kda tasks, where 9 of 12 shapes measured in the plan gained 0.1–4.8 µs and 3 lost up to 1.0
