@@ -580,6 +580,15 @@ TEST_CASE("k3 placement: up to 15 rows attn and band TPC pairs alternate; from 1
         CHECK(p.first_role(p.list_at(b)) == (b < 112 && at < 2 ? Role::attn : Role::gemv));
     }
     CHECK(lists.size() == 132);
+    // what the order is for: the H200 fills a GPC with 16 consecutive launch CTAs, so every aligned run
+    // of 16 up to launch CTA 112 holds 8 band lists and 8 attn lists, and no TPC (launch CTAs 2k, 2k + 1)
+    // mixes the roles
+    for (int run = 0; run < 112 / 16; ++run) {
+        int bands = 0;
+        for (int b = 16 * run; b < 16 * run + 16; ++b) bands += p.first_role(p.list_at(b)) == Role::gemv;
+        CHECK(bands == 8);
+    }
+    for (int k = 0; k < 66; ++k) CHECK(p.first_role(p.list_at(2 * k)) == p.first_role(p.list_at(2 * k + 1)));
     // the device gets the lists in launch order
     const std::vector<int32_t> w = p.serialize();
     const int32_t* begin = &w[sizeof(PlanHeader) / 4 + 2 * kMailboxCount];
