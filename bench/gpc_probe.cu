@@ -57,12 +57,12 @@ __global__ void where(int* sm_of_block) {
     }
 }
 
-// CTA b streams its own kPerCta bytes if its SM is on (on_sm[smid]); records its SM and its time.
-__global__ void stream(const uint4* base, const int* on_sm, int* sm_of_block, float* us, uint4* sink) {
+// CTA b streams its own kPerCta bytes if its SM is on (on_sm[smid]) and records its time (0: off).
+__global__ void stream(const uint4* base, const int* on_sm, float* us, uint4* sink) {
     extern __shared__ unsigned char pad[];
     const int b = blockIdx.x;
     const uint32_t sm = sm_id();
-    if (threadIdx.x == 0) sm_of_block[b] = int(sm), us[b] = 0.f, pad[0] = 0;
+    if (threadIdx.x == 0) us[b] = 0.f, pad[0] = 0;
     if (!on_sm[sm]) return;
     __syncthreads();
     const uint64_t t0 = now_ns();
@@ -190,7 +190,6 @@ int main(int argc, char** argv) {
         cases.push_back({"64 SMs, 16 in each of 4 GPCs", packed});
     }
     check(cudaFuncSetAttribute(stream, cudaFuncAttributeMaxDynamicSharedMemorySize, smem), "smem");
-    std::vector<int> sm(static_cast<size_t>(n_sm));
     std::vector<float> us(static_cast<size_t>(n_sm));
     std::printf("case | SMs streaming | median µs a SM (4 MB) | median GB/s a SM | all together TB/s (median launch)\n");
     for (const Case& cs : cases) {
@@ -199,7 +198,7 @@ int main(int argc, char** argv) {
         int n_on = 0;
         for (int v : cs.on) n_on += v;
         for (int r = 0; r < reps; ++r) {
-            stream<<<n_sm, kStreamThreads, size_t(smem)>>>(bufs[size_t(r % kCopies)], d_on, d_sm, d_us, d_sink);
+            stream<<<n_sm, kStreamThreads, size_t(smem)>>>(bufs[size_t(r % kCopies)], d_on, d_us, d_sink);
             check(cudaDeviceSynchronize(), "stream");
             check(cudaMemcpy(us.data(), d_us, us.size() * sizeof(float), cudaMemcpyDeviceToHost), "copy");
             float slowest = 0.f;
