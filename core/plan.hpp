@@ -37,6 +37,12 @@ struct PlanParams {
     // packs the 66 bands of a step up to 15 rows into 3 GPCs and half of 2 more.
     bool interleave_ctas = false;
     int interleave_width = 1;
+    // g2 in a pass of its own (0: off). KDA_NORM is the only reader of g2's groups (a quarter of the
+    // weight), ~10 µs after CONV needs the others. With g2_last_ctas = n, the CTAs past the attn CTAs
+    // 0..n-1 each take one band of the other groups (the first pass: every CTA's kda-feeding rows
+    // end together, earlier) and then one band of g2's (the second), so the kda tail starts while
+    // g2 streams. Bands past the slices only (not with gemv_every_cta). Plan::gemv_bands.
+    int g2_last_ctas = 0;
 
     // "k3": {132, 128, 16, 128} (one kda task a head; k3_for picks the rows for a step). "small":
     // {24, 16, 16, 8}: 16 attn slices and 4 chunks a head, so a small config still exercises many
@@ -100,6 +106,10 @@ Placement parse_placement(const std::string& s);  // "auto" | "index" | "paired"
 // interleave_ctas for p as it stands (the bands and parts already chosen): k3's rule, or as told
 void apply_placement(PlanParams& p, const Config& cfg, Placement placement);
 void apply_gemv_bands(PlanParams& p, GemvBands b);  // gemv_every_cta, unless by_plan (spec: one attn CTA a slice too)
+// g2's second pass as `monokda gpu` and `monokda bench` --g2-last name it: auto (-1: the plan's
+// choice), off (0) or a count of CTAs (PlanParams::g2_last_ctas); BadInput otherwise.
+int parse_g2_last(const std::string& s);
+void apply_g2_last(PlanParams& p, int g2_last);  // g2_last_ctas, unless -1
 
 // Rows of attn part p when S rows are split over `parts` CTAs a slice: [begin(p), begin(p + 1)),
 // balanced (the plan, the emulator and the kernel all split with this).
@@ -214,7 +224,7 @@ public:
     int attn_row_begin(int part) const { return attn_rows_begin(cfg_.S(), attn_parts(), part); }
     int attn_part_of_row(int row) const { return ((row + 1) * attn_parts() - 1) / cfg_.S(); }  // inverse of the above
     // CTAs owning in_proj groups (gemv_cta), attn CTAs included with gemv_every_cta
-    int n_gemv() const { return (n_groups_ + groups_per_gemv_cta() - 1) / groups_per_gemv_cta(); }
+    int n_gemv() const { return n_gemv_; }
     // CTAs the bands are dealt over: from the first CTA past the attn CTAs on, wrapping onto them
     // with gemv_every_cta
     int gemv_span() const { return params_.gemv_every_cta ? launch_blocks() : launch_blocks() - n_attn_ctas(); }
@@ -234,8 +244,17 @@ public:
     // kernel start), then, with gemv_every_cta, the attn CTAs after their ATTN_X (the last band may
     // be shorter and the last CTAs may get none). A CTA's rows are one block of the weight, which
     // the copy engine fetches in a few tall boxes (kernels/kda_gemv_batch.hpp).
+    // With g2_last_ctas, two bands a CTA instead (gemv_bands).
     int groups_per_gemv_cta() const { return (n_groups_ + gemv_span() - 1) / gemv_span(); }
-    int gemv_cta(int group) const { return (n_attn_ctas() + group / groups_per_gemv_cta()) % launch_blocks(); }
+    int gemv_cta(int group) const { return gemv_cta_[size_t(group)]; }
+    // g2's groups: every column in proj[:, 3E:4E) (read by KDA_NORM only)
+    bool is_g2_group(int group) const {
+        const int r = params_.gemv_group_rows, E = cfg_.E();
+        return group * r >= 3 * E && (group + 1) * r <= 4 * E;
+    }
+    // The bands in the order the CTAs run them: {cta, first group, groups}; a CTA's bands in its list order.
+    struct Band { int32_t cta, first, count; };
+    const std::vector<Band>& gemv_bands() const { return bands_; }
     int kda_task_index(int r, int h, int chunk) const { return (r * cfg_.H + h) * n_chunks_ + chunk; }
     int kda_cta(int r, int h, int chunk) const { return kda_task_index(r, h, chunk) % launch_blocks(); }
     int group_of_col(int proj_col) const { return proj_col / params_.gemv_group_rows; }
@@ -322,6 +341,7 @@ public:
 
 private:
     void derive();  // waits_, produces_, producer_ from instrs_
+    void deal_gemv_bands();  // bands_, gemv_cta_, n_gemv_
     bool derive_one(const Instr& in, std::vector<Wait>& w, std::vector<MailboxRef>& p) const;  // false: operands out of range
 
     Config cfg_;
@@ -335,6 +355,9 @@ private:
     std::vector<std::string> derive_problems_;
     std::vector<int32_t> team_parent_;  // with_kda_teams: the CTA (list below launch_blocks) of each appended list
     std::vector<int32_t> list_at_, launch_cta_;  // launch CTA -> list and back (launch_blocks entries)
+    std::vector<int32_t> gemv_cta_;  // per group
+    std::vector<Band> bands_;
+    int n_gemv_ = 0;
 };
 
 }  // namespace monokda

@@ -28,9 +28,10 @@ constexpr int kMaxAttnParts = 2;  // XRDY entries a slice the gemv pass reads (k
 
 constexpr int kThreads = 256;
 // per CTA: [0] entry, [1] x seen (the x copies of the steps ahead issued), [2 + step] weight step
-// landed, [30] the first XRDY wait of the gemv pass over, [32 + k] end of the CTA's k-th instruction
-// (other than gemv; the last slot: the last instruction), [61] SM id + 1, [62] pass end, [63] exit
-constexpr int kTraceWords = 64, kTraceXFirst = 30, kTraceInstr = 32, kTraceInstrs = 29;
+// landed (the CTA's last pass), [30] the first XRDY wait of the gemv pass over, [31] the CTA's first
+// pass's end, [32 + k] end of the CTA's k-th instruction (other than gemv; the last slot: the last
+// instruction), [61] SM id + 1, [62] the last pass's end, [63] exit
+constexpr int kTraceWords = 64, kTraceXFirst = 30, kTraceFirstPassEnd = 31, kTraceInstr = 32, kTraceInstrs = 29;
 
 enum KdaErrorCode : uint32_t {
     kErrNone = 0,

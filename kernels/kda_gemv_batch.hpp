@@ -1,17 +1,18 @@
-// The NVIDIA body of a CTA's gemv instructions: its consecutive GEMV_PREFETCH / GEMV_GROUP pairs
-// (up to kBatchGroups groups) run as one pass over x, 256 columns (two attn slices) a step.
+// The NVIDIA body of a CTA's gemv instructions: its consecutive GEMV_PREFETCH / GEMV_GROUP pairs of
+// contiguous groups (up to kBatchGroups) run as one pass over x, 256 columns (two attn slices) a step.
 //
 // Why, measured (monokda-stream-probe, docs/results/2026-11-30-h200-stream-probe.md): the copy
 // engine (TMA) streams the weight near cuBLAS's rate only in few, large requests: one box of a
 // CTA's whole band of rows (the plan deals each gemv CTA one contiguous band of groups) a
 // 64-column step, where one thread issuing a small box a group caps the stream at about a third.
-// So a step is 256 columns: 4 band boxes (a wide band of 4–6 groups: 96 rows × 64 columns; a narrow
-// one of up to 3: 48 rows; 128-byte swizzle) issued by one thread, completing on the step's
+// So a step is 256 columns: 4 band boxes (G groups tall × 64 columns, in stages of a wide band, 4–6
+// groups: 96 rows, or a narrow one, up to 3: 48 rows; 128-byte swizzle) issued by one thread, completing on the step's
 // mbarrier; up to 16 rows 3 wide steps or 7 narrow ones are in flight while one is used, above
 // 16 rows 3 narrow ones (2 wide) (BatchStage::count). The plan's bands are wide up to 15 rows and
 // narrow from 16 (PlanParams::kSpreadGemvMinS), where it deals them over every CTA and an attn
-// CTA's pass starts after its ATTN_X (docs/kernel.md, "gemv bands"). A CTA whose groups are not one
-// band (a hand-edited plan) gets one 16-row box a group, one box a lane. x goes through the copy engine
+// CTA's pass starts after its ATTN_X (docs/kernel.md, "gemv bands"); with PlanParams::g2_last_ctas a
+// CTA has two bands, two passes (g2's second). Groups that are not contiguous (a hand-edited plan)
+// run as passes of their contiguous runs. x goes through the copy engine
 // too, 4 boxes of the step's S rows × 64 columns, up to 3 steps ahead (XBatch); through cp.async,
 // 16 bytes a thread, its copies had set the step's pace from ~8 rows (docs/performance.md, "x
 // through the copy engine"). The first steps' weights are in flight before x exists. Same
@@ -35,7 +36,7 @@
 namespace monokda::gpu {
 
 #if MONOKDA_NVIDIA
-constexpr int kBatchGroups = 6;  // the most groups a pass takes (the plan's bands: 6 or 3, Plan::gemv_cta); more take more passes
+constexpr int kBatchGroups = 6;  // the most groups a pass takes (Plan::gemv_bands); more take more passes
 constexpr int kChunkCols = 2 * k3::kSlice;   // a step: two attn slices
 constexpr int kChunks = k3::D / kChunkCols;  // 28
 constexpr int kChunkKSteps = kChunkCols / 16;
@@ -45,7 +46,7 @@ constexpr int kMaxTilesPerWarp = (k3::kMaxS / 8) / kTileWarps;
 // A weight box: 16 rows (one group) × 64 columns = 128 bytes a row, stored with the copy engine's
 // 128-byte swizzle (16-byte piece j of row r lands at piece j ^ (r % 8)), so the fragment loads of
 // 8 rows hit 8 different bank groups. Four 64-column pieces a step; a k-quarter reads one of them.
-// A band's piece is one box: 48 rows (up to 3 groups) or 96 (up to 6).
+// A band's piece is one box of its G groups, in a stage piece of 48 rows (up to 3 groups) or 96 (up to 6).
 constexpr int kBoxCols = 64, kBoxWords = kBoxCols / 2, kBoxesPerStep = kChunkCols / kBoxCols;
 constexpr uint32_t kBoxBytes = k3::kGroupRows * kBoxCols * 2;
 constexpr int kBoxGroups = 3, kBandRows = kBoxGroups * k3::kGroupRows;
@@ -58,6 +59,7 @@ static_assert(kBatchGroups == 2 * kBoxGroups, "a band's box is narrow or wide");
 // ahead of the one being used; the ring's barriers sit at the end of the pass's buffer.
 struct XBatch {
     static constexpr int kAhead = 3;
+    static constexpr int kRoomSteps = 4;  // the buffer keeps room for this many steps at kDeepRingMaxS rows
     static constexpr int kBarWords = 2 * (kAhead + 1);
     __host__ __device__ static constexpr int box_words(int S) { return (S * kBoxWords + 255) / 256 * 256; }
     __host__ __device__ static constexpr int stage_words(int S) { return kBoxesPerStep * box_words(S); }
@@ -70,7 +72,7 @@ struct GemvBatchSmem {
     // weight stages first, then the x ring in what is left, then the ring's barriers (the buffer's
     // start also holds the pass's partials, red, after the pass)
     static constexpr int kBufWords =
-        4 * kWideStageWords + (XBatch::kAhead + 1) * XBatch::stage_words(kDeepRingMaxS) + XBatch::kBarWords;
+        4 * kWideStageWords + XBatch::kRoomSteps * XBatch::stage_words(kDeepRingMaxS) + XBatch::kBarWords;
     union {
         uint32_t buf[kBufWords];
         float red[kKQuarters * kBatchGroups * k3::kGroupRows * k3::kMaxS];  // after the pass
@@ -111,7 +113,7 @@ static_assert(GemvBatchSmem::kBufWords - XBatch::kBarWords - 3 * GemvBatchSmem::
                   2 * XBatch::stage_words(k3::kMaxS),
               "with 3 steps of 6 groups, two steps of x fit at the largest S");
 static_assert(GemvBatchSmem::kBufWords - XBatch::kBarWords - 4 * BatchStage<kBoxGroups>::kWords >=
-                  (XBatch::kAhead + 1) * XBatch::stage_words(k3::kMaxS),
+                  XBatch::kRoomSteps * XBatch::stage_words(k3::kMaxS),
               "above 16 rows, 4 steps of 3 groups and the whole x ring fit at the largest S");
 static_assert((GemvBatchSmem::kBufWords - XBatch::kBarWords) % 2 == 0, "x's barriers are 8-byte aligned");
 
@@ -122,32 +124,20 @@ __device__ __forceinline__ uint64_t* x_bars(GemvBatchSmem& sm) {
     return reinterpret_cast<uint64_t*>(sm.buf + GemvBatchSmem::kBufWords - XBatch::kBarWords);
 }
 
-// Step ch: thread 0 issues the band's 4 boxes (one a piece: a box instruction costs about as much
-// whatever its height, so two 48-row boxes instead of one 96-row box slowed 6-group bands' steps
-// from ~1.1 to ~1.8 µs); without a band, lane i of warp 0 issues group i / 4's 16-row box of
-// piece i % 4. (Spreading the band's boxes over 4 warps measured the same as thread 0.)
+// Step ch: thread 0 issues the band's 4 boxes, G groups tall (one a piece: a box instruction costs
+// about as much whatever its height, so two 48-row boxes instead of one 96-row box slowed 6-group
+// bands' steps from ~1.1 to ~1.8 µs; spreading the boxes over 4 warps measured the same as thread
+// 0). A pass is one band (run_instructions splits a CTA's groups where they stop being contiguous).
 template <int kBandGroups>
-__device__ __forceinline__ void batch_issue_w(const WeightMap* map, GemvBatchSmem& sm, const int* groups, int G,
-                                              bool band, int ch, int st, uint64_t policy) {
+__device__ __forceinline__ void batch_issue_w(const WeightMap* map, GemvBatchSmem& sm, int group0, int G, int ch, int st,
+                                              uint64_t policy) {
     using Stage = BatchStage<kBandGroups>;
-    if (threadIdx.x >= 32) return;
-    const int i = threadIdx.x;
+    if (threadIdx.x != 0) return;
     uint32_t* w = Stage::at(sm, st);
-    if (band) {
-        if (i == 0) {
-            mbar_arrive_expect(&sm.full[st], kBoxesPerStep * Stage::kRows * kBoxCols * 2);
-            for (int b = 0; b < kBoxesPerStep; ++b)
-                bulk_tensor_2d(w + b * Stage::kRows * kBoxWords, kBandGroups == kBoxGroups ? &map->narrow : &map->wide,
-                               ch * kChunkCols + b * kBoxCols, groups[0] * k3::kGroupRows, &sm.full[st], policy);
-        }
-        return;
-    }
-    if (i == 0) mbar_arrive_expect(&sm.full[st], uint32_t(G * kBoxesPerStep) * kBoxBytes);
-    __syncwarp();
-    if (i < G * kBoxesPerStep)
-        bulk_tensor_2d(w + ((i % kBoxesPerStep) * Stage::kRows + (i / kBoxesPerStep) * k3::kGroupRows) * kBoxWords,
-                       &map->group, ch * kChunkCols + (i % kBoxesPerStep) * kBoxCols,
-                       groups[i / kBoxesPerStep] * k3::kGroupRows, &sm.full[st], policy);
+    mbar_arrive_expect(&sm.full[st], uint32_t(kBoxesPerStep * G) * kBoxBytes);
+    for (int b = 0; b < kBoxesPerStep; ++b)
+        bulk_tensor_2d(w + b * Stage::kRows * kBoxWords, &map->band[G - 1], ch * kChunkCols + b * kBoxCols,
+                       group0 * k3::kGroupRows, &sm.full[st], policy);
 }
 
 // Step ch's weights (in stage st, its barrier's phase parity) have landed (every thread waits: the
@@ -242,8 +232,8 @@ struct BatchWarp {
 // The pass's steps for one warp mapping; leaves the k-quarter partials in sm.red. False if a wait
 // gave up (the error word is set).
 template <int kTilesPerWarp, int kGroupsPerWarp, int kBandGroups>
-__device__ __forceinline__ bool batch_steps(const KdaArgs& a, Ctl& c, const WeightMap* map, GemvBatchSmem& sm, const int* groups,
-                                            int G, bool band, int nst, BatchWarp m) {
+__device__ __forceinline__ bool batch_steps(const KdaArgs& a, Ctl& c, const WeightMap* map, GemvBatchSmem& sm, int group0,
+                                            int G, bool paced, int nst, BatchWarp m) {
     using Stage = BatchStage<kBandGroups>;
     const int S = a.S, lane = threadIdx.x % 32, g = lane / 4, cq = lane % 4;
     uint32_t* xring = Stage::at(sm, nst);
@@ -278,16 +268,16 @@ __device__ __forceinline__ bool batch_steps(const KdaArgs& a, Ctl& c, const Weig
         for (int u = 0; u < kTilesPerWarp; ++u) acc[gi][u][0] = acc[gi][u][1] = acc[gi][u][2] = acc[gi][u][3] = 0.0f;
 
     const uint64_t policy = l2_policy(a.w_evict_first);
-    // before x exists, a.w_pace_ns apart: issued together, the 66 bands' first 9.5 MB held up the attn
-    // role's hand-offs through L2 (a gate's reads ~1.3 µs each); paced, the gate ends ~1.4 µs earlier
-    // at one token (docs/performance.md, "The first weight steps paced")
+    // before x exists (a CTA's first pass: `paced`), a.w_pace_ns apart: issued together, the 66
+    // bands' first 9.5 MB held up the attn role's hand-offs through L2 (a gate's reads ~1.3 µs each);
+    // paced, the gate ends ~1.4 µs earlier at one token (docs/performance.md, "The first weight steps paced")
     for (int ch = 0; ch < w_ahead; ++ch) {
-        if (ch && a.w_pace_ns && threadIdx.x == 0) {
+        if (ch && paced && a.w_pace_ns && threadIdx.x == 0) {
             const uint64_t t0 = now_ns();
             while (now_ns() - t0 < uint64_t(a.w_pace_ns)) {
             }
         }
-        batch_issue_w<kBandGroups>(map, sm, groups, G, band, ch, ch, policy);
+        batch_issue_w<kBandGroups>(map, sm, group0, G, ch, ch, policy);
     }
     if (threadIdx.x >= kThreads - 32) warm_exp();  // for the kda tasks after the pass, while x is awaited
     bool ok = true;
@@ -315,7 +305,7 @@ __device__ __forceinline__ bool batch_steps(const KdaArgs& a, Ctl& c, const Weig
         if (a.trace && threadIdx.x == 0) a.trace[blockIdx.x * kTraceWords + 2 + ch] = now_ns();
         // steps ch + nst - 1 and ch + nx - 1 go where step ch - 1 was
         if (ch + w_ahead < kChunks)
-            batch_issue_w<kBandGroups>(map, sm, groups, G, band, ch + w_ahead, wst ? wst - 1 : nst - 1, policy);
+            batch_issue_w<kBandGroups>(map, sm, group0, G, ch + w_ahead, wst ? wst - 1 : nst - 1, policy);
         batch_issue_x(map, xring, xbar, S, xst ? xst - 1 : nx - 1, ch + x_ahead);
         // this warp's box (its k-quarter's 64 columns), rows of its groups
         const uint32_t* w = Stage::at(sm, wst) + (m.kw * Stage::kRows + g0 * k3::kGroupRows + wrow) * kBoxWords;
@@ -361,7 +351,9 @@ __device__ __forceinline__ bool batch_steps(const KdaArgs& a, Ctl& c, const Weig
 // instantiations for 3 groups only, as the plan's bands there are 3 (more take more passes).
 __device__ __forceinline__ int batch_capacity(int S) { return (S + 7) / 8 > 4 ? kBoxGroups : kBatchGroups; }
 
-__device__ bool gemv_batch(const KdaArgs& a, Ctl& c, const WeightMap* map, GemvBatchSmem& sm, const int* groups, int G) {
+// One pass: the band of G groups from group0 (contiguous). `paced`: the CTA's first pass, whose first
+// steps go out before x exists.
+__device__ bool gemv_batch(const KdaArgs& a, Ctl& c, const WeightMap* map, GemvBatchSmem& sm, int group0, int G, bool paced) {
     const int S = a.S, tiles = (S + 7) / 8;
     const bool narrow = G <= kBoxGroups;
     const int nst = narrow ? BatchStage<kBoxGroups>::count(S) : BatchStage<kBatchGroups>::count(S);
@@ -374,8 +366,6 @@ __device__ bool gemv_batch(const KdaArgs& a, Ctl& c, const WeightMap* map, GemvB
     fence_async_proxy();  // the copy engine writes what threads of an earlier role wrote
     __syncthreads();
     const int warp = threadIdx.x / 32, kw = warp % kKQuarters, ts = warp / kKQuarters;
-    bool band = true;  // the groups are one contiguous block of rows (as the plan deals them)
-    for (int gi = 1; gi < G; ++gi) band = band && groups[gi] == groups[0] + gi;
     bool ok;
     // One token tile: the two warps of a k-quarter take 3 groups each (with a narrow band the second
     // warp's are dropped). More: half the tiles each, all the band's groups; above 4 tiles only narrow
@@ -383,14 +373,14 @@ __device__ bool gemv_batch(const KdaArgs& a, Ctl& c, const WeightMap* map, GemvB
     // from there.
     static_assert(kTileWarps == 2 && kMaxTilesPerWarp == 4 && kBatchGroups == 2 * kBoxGroups, "the mappings below");
     constexpr int N3 = kBoxGroups, N6 = kBatchGroups;
-    if (tiles == 1 && narrow) ok = batch_steps<1, N3, N3>(a, c, map, sm, groups, G, band, nst, {kw, ts * N3, 0});
-    else if (tiles == 1) ok = batch_steps<1, N3, N6>(a, c, map, sm, groups, G, band, nst, {kw, ts * N3, 0});
-    else if (tiles <= 2 && narrow) ok = batch_steps<1, N3, N3>(a, c, map, sm, groups, G, band, nst, {kw, 0, ts});
-    else if (tiles <= 2) ok = batch_steps<1, N6, N6>(a, c, map, sm, groups, G, band, nst, {kw, 0, ts});
-    else if (tiles <= 4 && narrow) ok = batch_steps<2, N3, N3>(a, c, map, sm, groups, G, band, nst, {kw, 0, ts});
-    else if (tiles <= 4) ok = batch_steps<2, N6, N6>(a, c, map, sm, groups, G, band, nst, {kw, 0, ts});
-    else if (tiles <= 6) ok = batch_steps<3, N3, N3>(a, c, map, sm, groups, G, band, nst, {kw, 0, ts});  // G <= 3: batch_capacity
-    else ok = batch_steps<4, N3, N3>(a, c, map, sm, groups, G, band, nst, {kw, 0, ts});
+    if (tiles == 1 && narrow) ok = batch_steps<1, N3, N3>(a, c, map, sm, group0, G, paced, nst, {kw, ts * N3, 0});
+    else if (tiles == 1) ok = batch_steps<1, N3, N6>(a, c, map, sm, group0, G, paced, nst, {kw, ts * N3, 0});
+    else if (tiles <= 2 && narrow) ok = batch_steps<1, N3, N3>(a, c, map, sm, group0, G, paced, nst, {kw, 0, ts});
+    else if (tiles <= 2) ok = batch_steps<1, N6, N6>(a, c, map, sm, group0, G, paced, nst, {kw, 0, ts});
+    else if (tiles <= 4 && narrow) ok = batch_steps<2, N3, N3>(a, c, map, sm, group0, G, paced, nst, {kw, 0, ts});
+    else if (tiles <= 4) ok = batch_steps<2, N6, N6>(a, c, map, sm, group0, G, paced, nst, {kw, 0, ts});
+    else if (tiles <= 6) ok = batch_steps<3, N3, N3>(a, c, map, sm, group0, G, paced, nst, {kw, 0, ts});  // G <= 3: batch_capacity
+    else ok = batch_steps<4, N3, N3>(a, c, map, sm, group0, G, paced, nst, {kw, 0, ts});
     if (!ok) return false;
     __syncthreads();
     // the four quarters added in kw order
@@ -398,12 +388,16 @@ __device__ bool gemv_batch(const KdaArgs& a, Ctl& c, const WeightMap* map, GemvB
         const int tok = p / (G * k3::kGroupRows), gi = p / k3::kGroupRows % G, row = p % k3::kGroupRows;
         float sum = sm.red[(gi * 16 + row) * k3::kMaxS + tok];
         for (int k = 1; k < kKQuarters; ++k) sum = sum + sm.red[((k * G + gi) * 16 + row) * k3::kMaxS + tok];
-        a.proj[size_t(tok) * k3::N + groups[gi] * k3::kGroupRows + row] = bf16::from_bits(rnd(sum));  // #3
+        a.proj[size_t(tok) * k3::N + (group0 + gi) * k3::kGroupRows + row] = bf16::from_bits(rnd(sum));  // #3
     }
     __threadfence();
     __syncthreads();
-    if (threadIdx.x < G) st_release(a.flags + c.flag_off[int(Mailbox::PROJ)] + groups[threadIdx.x], c.tag);
-    if (a.trace && threadIdx.x == 0) a.trace[blockIdx.x * kTraceWords + kTraceWords - 2] = now_ns();
+    if (threadIdx.x < G) st_release(a.flags + c.flag_off[int(Mailbox::PROJ)] + group0 + threadIdx.x, c.tag);
+    if (a.trace && threadIdx.x == 0) {
+        const uint64_t t = now_ns();
+        a.trace[blockIdx.x * kTraceWords + kTraceWords - 2] = t;
+        if (paced) a.trace[blockIdx.x * kTraceWords + kTraceFirstPassEnd] = t;
+    }
     __syncthreads();
     return true;
 }

@@ -44,7 +44,6 @@ struct Ctl {
     int32_t instr;                         // instruction being executed (for the error record)
     int32_t prefetched;                    // gemv group whose first weight slices are in flight, or -1
     int32_t x_seen;                        // XRDY entries 0..x_seen-1 seen ready by this CTA's gemv pass
-    int32_t batch[8];                      // groups of the gemv pass being run
     uint32_t proj_seen[(k3::kGroups + 31) / 32];  // PROJ groups this CTA has seen released (bitmask)
 };
 

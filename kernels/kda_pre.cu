@@ -200,6 +200,7 @@ __device__ __forceinline__ bool run_instructions(const KdaArgs& a, Ctl& c, const
     AttnSmem& attn = *reinterpret_cast<AttnSmem*>(smem);
     GemvSmem& gemv = *reinterpret_cast<GemvSmem*>(smem);
     const int end = cta_begin[blockIdx.x + 1];
+    bool first_pass = true;  // the CTA's first gemv pass: its first weight steps go out before x exists
     for (int i = cta_begin[blockIdx.x]; i < end; ++i) {
         const Instr in = ins[i];
         if (is_kda(in.op)) {
@@ -217,21 +218,16 @@ __device__ __forceinline__ bool run_instructions(const KdaArgs& a, Ctl& c, const
         bool ok = true;
 #if MONOKDA_NVIDIA
         if (!kExactInProj && (Op(in.op) == Op::GEMV_PREFETCH || Op(in.op) == Op::GEMV_GROUP)) {
-            // the CTA's consecutive gemv instructions, as one pass (kda_gemv_batch.hpp)
-            static_assert(kBatchGroups <= int(sizeof(c.batch) / sizeof(c.batch[0])), "Ctl::batch holds a pass");
+            // the CTA's consecutive gemv instructions of contiguous groups, as one pass (kda_gemv_batch.hpp)
             int G = 0, k = i;
-            const int cap = batch_capacity(a.S);
+            const int cap = batch_capacity(a.S), group0 = in.a;
             for (; k < end && G < cap; ++k) {
                 const Op op = Op(ins[k].op);
-                if (op == Op::GEMV_GROUP) {
-                    if (threadIdx.x == 0) c.batch[G] = ins[k].a;
-                    ++G;
-                } else if (op != Op::GEMV_PREFETCH) {
-                    break;
-                }
+                if ((op != Op::GEMV_PREFETCH && op != Op::GEMV_GROUP) || ins[k].a != group0 + G) break;
+                if (op == Op::GEMV_GROUP) ++G;
             }
-            __syncthreads();
-            if (G > 0 && !gemv_batch(a, c, wmap, batch_smem(smem), c.batch, G)) return false;
+            if (G > 0 && !gemv_batch(a, c, wmap, batch_smem(smem), group0, G, first_pass)) return false;
+            first_pass = false;
             i = k - 1;
             continue;
         }
@@ -318,12 +314,11 @@ void check_hip(hipError_t e, const char* what) {
 std::string ss(int64_t v) { return std::to_string(v); }
 
 #if MONOKDA_NVIDIA
-// The in_proj weight [N, D] as 64-column boxes of a band (3 or 6 groups) and of one group (16 rows),
-// as kda_gemv_batch.hpp reads them.
+// The in_proj weight [N, D] as 64-column boxes of a band of 1..6 groups, as kda_gemv_batch.hpp reads them.
 void encode_weight_map(WeightMap& m, const bf16* w, uint32_t box_cols) {
-    for (CUtensorMap* map : {&m.narrow, &m.wide, &m.group}) {
-        const uint32_t rows = map == &m.narrow ? kBandRows : map == &m.wide ? 2 * kBandRows : k3::kGroupRows;
-        const std::string err = encode_bf16_tensor_map(*map, w, k3::N, k3::D, rows, box_cols);
+    static_assert(sizeof(m.band) / sizeof(m.band[0]) == kBatchGroups, "a map a band height");
+    for (int i = 0; i < kBatchGroups; ++i) {
+        const std::string err = encode_bf16_tensor_map(m.band[i], w, k3::N, k3::D, uint32_t(i + 1) * k3::kGroupRows, box_cols);
         if (!err.empty()) throw GpuError("kda_pre: the in_proj weight's tensor map: " + err);
     }
 }

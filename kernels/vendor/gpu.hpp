@@ -22,9 +22,7 @@
 #if MONOKDA_NVIDIA
 #include <cuda.h>  // CUtensorMap and its enums (types only; the encoder is fetched at run time)
 struct WeightMap {
-    CUtensorMap narrow;  // boxes of a gemv CTA's band of up to 3 groups (48 rows; kda_gemv_batch.hpp)
-    CUtensorMap wide;    // boxes of a band of 4 to 6 groups (96 rows)
-    CUtensorMap group;   // boxes of one 16-row group, for a CTA whose groups are not one band
+    CUtensorMap band[6];  // band[i]: boxes of a gemv pass's band of i + 1 groups (16·(i + 1) rows; kda_gemv_batch.hpp)
     CUtensorMap x;       // x [S, D] (the step's hand-off) as boxes of S rows × 64 columns, re-encoded when x moves
 };
 #define MONOKDA_GRID_CONSTANT __grid_constant__
