@@ -75,8 +75,7 @@ struct KdaArgs {
 
     uint64_t* tagged;  // tagged mailboxes (value | epoch << 32), plan order
     uint32_t* flags;   // flagged mailboxes (epoch), plan order
-    uint32_t* epoch;   // advanced by the last CTA of each launch
-    uint32_t* done;    // CTAs finished in this launch; the last resets it
+    unsigned long long* arrivals;  // CTAs that entered, over every launch: launch k's tag is k + 1 (kda_pre.cu)
     KdaErrorRecord* error;
     uint64_t poll_timeout_ns;
     int w_evict_first;  // gemv pass: the weight's copies marked evict-first in L2

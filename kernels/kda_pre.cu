@@ -256,9 +256,13 @@ __global__ void __launch_bounds__(kThreads, 1) kda_pre_kernel(const KdaArgs a, c
     extern __shared__ __align__(16) unsigned char smem[];
     __shared__ Ctl c;
     if (threadIdx.x == 0) {
-        // every CTA reads the epoch before any CTA can finish, so all agree on the tag
-        // 0 is the tag of mailbox memory never written, so the counter steps over it when it wraps
-        c.tag = ld_relaxed32(a.epoch) + 1;
+        // Every CTA of every launch adds one to the arrivals counter as it enters, so launch k's CTAs
+        // (the launcher's grid is always its plan's) read k·blocks .. k·blocks + blocks − 1 and agree
+        // on tag k + 1 with nothing to reset and nothing at exit (the last CTA to finish advanced an
+        // epoch word until 2026-12-01: an atomic, a fence and a store after the step's last
+        // instruction). 0 is the tag of mailbox memory never written: the tag steps over it when
+        // it wraps, after 2³² launches.
+        c.tag = uint32_t(atomicAdd(a.arrivals, 1ull) / gridDim.x) + 1;
         if (c.tag == 0) c.tag = 1;
         const int32_t* entries = a.plan + kHeaderWords;
         const int32_t* words = entries + kMailboxCount;
@@ -296,15 +300,7 @@ __global__ void __launch_bounds__(kThreads, 1) kda_pre_kernel(const KdaArgs a, c
     if (ok) run_instructions<kExactInProj>(a, c, &wmap, smem);
     async_wait<0>();
     __syncthreads();
-    if (threadIdx.x == 0) {
-        if (a.trace) a.trace[blockIdx.x * kTraceWords + kTraceWords - 1] = now_ns();
-        __threadfence();
-        if (atomicAdd(a.done, 1u) == gridDim.x - 1) {  // the last CTA of the launch advances the epoch
-            atomicExch(a.done, 0u);
-            __threadfence();
-            st_release(a.epoch, c.tag);
-        }
-    }
+    if (threadIdx.x == 0 && a.trace) a.trace[blockIdx.x * kTraceWords + kTraceWords - 1] = now_ns();
 }
 
 void check_hip(hipError_t e, const char* what) {
@@ -377,7 +373,7 @@ struct KdaLauncher::Impl {
     int32_t* d_plan = nullptr;
     uint64_t* d_tagged = nullptr;
     uint32_t* d_flags = nullptr;
-    uint32_t* d_counters = nullptr;  // [0] epoch, [1] done
+    unsigned long long* d_arrivals = nullptr;  // KdaArgs::arrivals
     KdaErrorRecord* d_error = nullptr;
     uint64_t* d_trace = nullptr;  // MONOKDA_TRACE=FILE: per-CTA clock stamps, written after each check()
     std::string trace_path;
@@ -387,7 +383,7 @@ struct KdaLauncher::Impl {
 
     explicit Impl(const Plan& p) : plan(p) {}
     ~Impl() {
-        for (void* q : {(void*)d_plan, (void*)d_tagged, (void*)d_flags, (void*)d_counters, (void*)d_error, (void*)d_trace})
+        for (void* q : {(void*)d_plan, (void*)d_tagged, (void*)d_flags, (void*)d_arrivals, (void*)d_error, (void*)d_trace})
             if (q) (void)hipFree(q);
     }
 };
@@ -433,12 +429,12 @@ KdaLauncher::KdaLauncher(const Plan& plan, const LaunchOptions& opt) : impl_(new
     check_hip(hipMemcpy(m.d_plan, m.words.data(), m.words.size() * 4, hipMemcpyHostToDevice), "uploading the plan");
     check_hip(hipMalloc(&m.d_tagged, std::max<size_t>(tagged, 1) * 8), "allocating mailboxes");
     check_hip(hipMalloc(&m.d_flags, std::max<size_t>(flags, 1) * 4), "allocating mailboxes");
-    check_hip(hipMalloc(&m.d_counters, 2 * 4), "allocating the epoch");
+    check_hip(hipMalloc(&m.d_arrivals, sizeof(unsigned long long)), "allocating the epoch");
     check_hip(hipMalloc(&m.d_error, sizeof(KdaErrorRecord)), "allocating the error word");
     // zero once: tag 0 is never a launch's tag, so fresh mailboxes read as "not ready"
     check_hip(hipMemset(m.d_tagged, 0, std::max<size_t>(tagged, 1) * 8), "clearing mailboxes");
     check_hip(hipMemset(m.d_flags, 0, std::max<size_t>(flags, 1) * 4), "clearing mailboxes");
-    check_hip(hipMemset(m.d_counters, 0, 2 * 4), "clearing the epoch");
+    check_hip(hipMemset(m.d_arrivals, 0, sizeof(unsigned long long)), "clearing the epoch");
     check_hip(hipMemset(m.d_error, 0, sizeof(KdaErrorRecord)), "clearing the error word");
     if (const char* tp = std::getenv("MONOKDA_TRACE")) {  // a measuring aid: clock stamps of every CTA
         m.trace_path = tp;
@@ -490,7 +486,7 @@ void KdaLauncher::launch(const KdaTensors& t, void* stream) {
     a.g1 = bf(t.g1);
     a.o = a.export_handoffs ? bf(t.o) : nullptr;
     a.tagged = impl_->d_tagged, a.flags = impl_->d_flags;
-    a.epoch = impl_->d_counters, a.done = impl_->d_counters + 1;
+    a.arrivals = impl_->d_arrivals;
     a.error = impl_->d_error;
     a.poll_timeout_ns = uint64_t(impl_->opt.poll_timeout_ms) * 1000000ull;
     a.trace = impl_->d_trace;
@@ -580,10 +576,10 @@ void KdaLauncher::check(void* stream) {
 }
 
 uint32_t KdaLauncher::device_epoch() const {
-    uint32_t e = 0;
+    unsigned long long n = 0;
     check_hip(hipDeviceSynchronize(), "synchronising");
-    check_hip(hipMemcpy(&e, impl_->d_counters, 4, hipMemcpyDeviceToHost), "reading the epoch");
-    return e;
+    check_hip(hipMemcpy(&n, impl_->d_arrivals, sizeof n, hipMemcpyDeviceToHost), "reading the epoch");
+    return uint32_t(n / uint64_t(impl_->plan.launch_blocks()));  // the last launch's tag (0 before any)
 }
 
 }  // namespace monokda::gpu

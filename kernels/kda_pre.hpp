@@ -119,7 +119,7 @@ public:
     // num_accepted found on the device, GpuError for a timed-out poll (naming CTA, instruction
     // and mailbox entry). Clears the word.
     void check(void* stream = nullptr);
-    uint32_t device_epoch() const;  // the epoch counter as the device has it (syncs)
+    uint32_t device_epoch() const;  // the last launch's tag: the device's arrivals over the grid (syncs)
     const Plan& plan() const;
 
     struct Impl;
