@@ -53,20 +53,36 @@ std::string FixtureSpec::str() const {
 }
 
 // v1: one kda stream a CTA, the plan's gemv bands; v2 adds the kda teams field (tN) before the
-// fixture; v3 has the teams field and the gemv bands field (g0 | g1) there, whatever their values.
+// fixture; v3 has the teams field and the gemv bands field (g0 | g1) there, whatever their values;
+// v4 has both (the bands field may be ga: the plan's) and g2's second pass (hN) after them.
 std::string make_token(const EmulateOptions& o) {
-    const bool v3 = o.gemv_bands != GemvBands::by_plan;
-    return std::string(v3 ? "v3/" : o.kda_teams > 1 ? "v2/" : "v1/") + o.schedule.str() + "/" +
+    const bool v4 = o.g2_last >= 0, v3 = !v4 && o.gemv_bands != GemvBands::by_plan;
+    const std::string bands = o.gemv_bands == GemvBands::every ? "g1/" : o.gemv_bands == GemvBands::spec ? "g0/" : "ga/";
+    return std::string(v4 ? "v4/" : v3 ? "v3/" : o.kda_teams > 1 ? "v2/" : "v1/") + o.schedule.str() + "/" +
            std::to_string(o.schedule.seed) + "/r" + std::to_string(o.resident) + "/k" + std::to_string(o.steps) + "/a" +
            (o.amd ? "1" : "0") + "/" + to_string(o.fault) + "/b" + std::to_string(o.blocks) + "/" +
-           (v3 || o.kda_teams > 1 ? "t" + std::to_string(o.kda_teams) + "/" : "") +
-           (v3 ? std::string(o.gemv_bands == GemvBands::every ? "g1/" : "g0/") : "") + o.fixture.str();
+           (v4 || v3 || o.kda_teams > 1 ? "t" + std::to_string(o.kda_teams) + "/" : "") + (v4 || v3 ? bands : "") +
+           (v4 ? "h" + std::to_string(o.g2_last) + "/" : "") + o.fixture.str();
 }
 
 EmulateOptions apply_token(EmulateOptions o, const std::string& token) {
     auto p = split(token, '/');
     o.kda_teams = 1;
     o.gemv_bands = GemvBands::by_plan;
+    o.g2_last = -1;
+    int min_teams = 2;  // a v2 token exists only for teams > 1
+    if (p.size() == 12 && p[0] == "v4") {
+        if (p[10].size() < 2 || p[10][0] != 'h') bad_input("replay token: bad g2 second pass field '" + p[10] + "'");
+        o.g2_last = int(parse_num(p[10].substr(1), "g2 second pass CTAs", 0, 65536));
+        p.erase(p.begin() + 10);
+        min_teams = 1;
+        if (p[9] == "ga") {
+            p.erase(p.begin() + 9);
+            p[0] = "v2";
+        } else {
+            p[0] = "v3";
+        }
+    }
     if (p.size() == 11 && p[0] == "v3") {
         if (p[9] != "g0" && p[9] != "g1") bad_input("replay token: bad gemv bands field '" + p[9] + "'");
         o.gemv_bands = p[9] == "g1" ? GemvBands::every : GemvBands::spec;
@@ -75,14 +91,14 @@ EmulateOptions apply_token(EmulateOptions o, const std::string& token) {
     }
     if (p.size() == 10 && p[0] == "v2") {
         if (p[8].size() < 2 || p[8][0] != 't') bad_input("replay token: bad kda teams field '" + p[8] + "'");
-        o.kda_teams = int(parse_num(p[8].substr(1), "kda teams", o.gemv_bands != GemvBands::by_plan ? 1 : 2, 8));
+        o.kda_teams = int(parse_num(p[8].substr(1), "kda teams", o.gemv_bands != GemvBands::by_plan ? 1 : min_teams, 8));
         p.erase(p.begin() + 8);
         p[0] = "v1";
     }
     if (p.size() != 9 || p[0] != "v1")
         bad_input("replay token must look like v1/SCHEDULE/SEED/rN/kN/a0|1/FAULT/bN/FIXTURE, "
-                  "v2/SCHEDULE/SEED/rN/kN/a0|1/FAULT/bN/tN/FIXTURE or v3/SCHEDULE/SEED/rN/kN/a0|1/FAULT/bN/tN/g0|1/FIXTURE "
-                  "(got '" + token + "')");
+                  "v2/SCHEDULE/SEED/rN/kN/a0|1/FAULT/bN/tN/FIXTURE, v3/SCHEDULE/SEED/rN/kN/a0|1/FAULT/bN/tN/g0|1/FIXTURE "
+                  "or v4/SCHEDULE/SEED/rN/kN/a0|1/FAULT/bN/tN/ga|g0|g1/hN/FIXTURE (got '" + token + "')");
     o.schedule = Schedule::parse(p[1]);
     o.schedule.seed = uint64_t(parse_num(p[2], "seed", 0, (long long)(~0ull >> 1)));
     if (p[3].size() < 2 || p[3][0] != 'r') bad_input("replay token: bad resident field '" + p[3] + "'");
@@ -182,6 +198,7 @@ Prepared prepare(const EmulateOptions& o, int steps) {
     PlanParams pp = PlanParams::defaults_for(fixture_in.cfg);
     if (o.blocks > 0) pp.blocks = o.blocks;
     apply_gemv_bands(pp, o.gemv_bands);
+    if (!pp.gemv_every_cta) apply_g2_last(pp, o.g2_last);  // as gpu::device_plan: bands over every CTA have no second pass
     p.plan = Plan::build(fixture_in.cfg, pp);
     p.input = std::move(fixture_in);  // 100 MB for k3: moved, not copied
     extend(p, std::max(steps, 1));
@@ -384,7 +401,8 @@ EmulateResult emulate(Prepared& prep, const EmulateOptions& o) {
          (plan.attn_parts() > 1 ? std::to_string(plan.attn_parts()) + " row parts a slice, " : "") + "slices of " +
          std::to_string(pp.slice_width) + "), in_proj in " + std::to_string(plan.n_groups()) + " groups of " +
          std::to_string(pp.gemv_group_rows) + " on " + std::to_string(plan.n_gemv()) + " CTAs (" +
-         (pp.gemv_every_cta ? "bands over every CTA" : "past the slices") + "), " + std::to_string(plan.n_kda_tasks()) + " kda tasks (" +
+         (pp.gemv_every_cta ? "bands over every CTA" : "past the slices") +
+         (pp.g2_last_ctas > 0 ? ", g2 in a second pass" : "") + "), " + std::to_string(plan.n_kda_tasks()) + " kda tasks (" +
          std::to_string(plan.n_chunks()) + " chunks of " + std::to_string(pp.kda_chunk_rows) + " rows); " +
          (pp.interleave_ctas ? "launch order interleaved (runs of " + std::to_string(pp.interleave_width) +
                                    " attn CTAs and " + std::to_string(pp.interleave_width) + " CTAs from " +

@@ -55,6 +55,18 @@ TEST_CASE("--gemv-bands every|spec runs the small preset with either layout, and
     }
 }
 
+TEST_CASE("--g2-last N runs g2's second pass, says so, and its v4 token replays it") {
+    CliResult r = run_cli({"emulate", "--config", "small", "--g2-last", "6", "--no-envelope"});
+    const std::string token = replay_token(r.out);
+    INFO(r.out);
+    CHECK((r.code == 0 && contains(r.out, "VERDICT: PASS") && contains(r.out, "on 6 CTAs (past the slices, g2 in a second pass)")));
+    REQUIRE(token.rfind("v4/", 0) == 0);
+    CliResult again = run_cli({"emulate", "--replay", token, "--no-envelope"});
+    CHECK((again.code == 0 && contains(again.out, "g2 in a second pass")));
+    CliResult off = run_cli({"emulate", "--config", "small", "--g2-last", "off", "--no-envelope"});
+    CHECK((off.code == 0 && !contains(off.out, "second pass") && replay_token(off.out).rfind("v4/", 0) == 0));
+}
+
 TEST_CASE("faults exit 1 with their verdict; --list-faults lists them") {
     CliResult l = run_cli({"emulate", "--list-faults"});
     CHECK(l.code == 0);
@@ -109,6 +121,8 @@ TEST_CASE("bad input exits 2 and writes nothing") {
         {"--config", "small", "--blocks", "16"},
         {"--config", "small", "--blocks", "-3"},
         {"--config", "small", "--gemv-bands", "all"},
+        {"--config", "small", "--g2-last", "1"},
+        {"--config", "small", "--g2-last", "9"},
         {"--config", "small", "--resident", "-1"},
         {"--config", "small", "--nb", "9"},
         {"--config", "small", "--L", "0"},

@@ -84,6 +84,38 @@ TEST_CASE("the gemv bands choice travels in a v3 token, with the kda teams") {
     CHECK(apply_token(o, "v2/random/1/r0/k1/a0/none/b0/t2/small.R2.L4.nb4.s1").gemv_bands == GemvBands::by_plan);
 }
 
+TEST_CASE("g2's second pass travels in a v4 token, with the bands choice (ga: the plan's) and the kda teams") {
+    Prepared& p = small_prepared();
+    EmulateOptions base = small_options();
+    base.g2_last = 6;  // the small preset: 8 CTAs past its 16 attn CTAs
+    Prepared g2 = prepare(base, 1);
+    REQUIRE(g2.plan.params().g2_last_ctas == 6);
+    REQUIRE(p.plan.params().g2_last_ctas == 0);
+    for (int teams : {1, 2})
+        for (GemvBands bands : {GemvBands::by_plan, GemvBands::spec}) {
+            EmulateOptions o = base;
+            o.kda_teams = teams;
+            o.gemv_bands = bands;
+            o.schedule = Schedule::parse("pct");
+            o.schedule.seed = 5;
+            const std::string t = make_token(o);
+            INFO(t);
+            CHECK(t.rfind("v4/", 0) == 0);
+            CHECK(contains(t, "/t" + std::to_string(teams) + (bands == GemvBands::spec ? "/g0" : "/ga") + "/h6/small."));
+            const EmulateOptions back = apply_token(small_options(), t);
+            CHECK(back.g2_last == 6);
+            CHECK(back.gemv_bands == bands);
+            CHECK(back.kda_teams == teams);
+            CHECK(make_token(back) == t);
+            EmulateResult first = emulate(g2, o), second = emulate(g2, back);
+            CHECK(first.verdict == Verdict::PASS);
+            CHECK(same_history(first.run, second.run));
+        }
+    // older tokens leave the choice to the plan
+    CHECK(apply_token(base, "v3/random/1/r0/k1/a0/none/b0/t1/g0/small.R2.L4.nb4.s1").g2_last == -1);
+    CHECK(apply_token(base, "v1/random/1/r0/k1/a0/none/b0/small.R2.L4.nb4.s1").g2_last == -1);
+}
+
 TEST_CASE("the history names CTA, role, stage and mailbox entry, one line per event") {
     Prepared& p = small_prepared();
     EmulateOptions o = small_options();
@@ -107,7 +139,11 @@ TEST_CASE("malformed replay tokens are bad input") {
                           "v3/random/1/r0/k1/a0/none/b0/t1/g2/small.R2.L4.nb4.s1",
                           "v3/random/1/r0/k1/a0/none/b0/t1/small.R2.L4.nb4.s1",
                           "v3/random/1/r0/k1/a0/none/b0/g1/t1/small.R2.L4.nb4.s1",
-                          "v3/random/1/r0/k1/a0/none/b0/t0/g1/small.R2.L4.nb4.s1"}) {
+                          "v3/random/1/r0/k1/a0/none/b0/t0/g1/small.R2.L4.nb4.s1",
+                          "v4/random/1/r0/k1/a0/none/b0/t1/ga/small.R2.L4.nb4.s1",
+                          "v4/random/1/r0/k1/a0/none/b0/t1/ga/x6/small.R2.L4.nb4.s1",
+                          "v4/random/1/r0/k1/a0/none/b0/t1/gb/h6/small.R2.L4.nb4.s1",
+                          "v4/random/1/r0/k1/a0/none/b0/t1/ga/h-1/small.R2.L4.nb4.s1"}) {
         INFO(t);
         CHECK_THROWS_AS(apply_token(small_options(), t), BadInput);
     }
