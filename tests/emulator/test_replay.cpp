@@ -21,6 +21,19 @@ bool same_history(const MachineResult& a, const MachineResult& b) {
     return true;
 }
 
+// o's token starts with `version`, reads back to the same token, and replays o's run (a PASS) step for step
+EmulateOptions round_trip(Prepared& prep, const EmulateOptions& o, const char* version) {
+    const std::string t = make_token(o);
+    INFO(t);
+    CHECK(t.rfind(version, 0) == 0);
+    const EmulateOptions back = apply_token(small_options(), t);
+    CHECK(make_token(back) == t);
+    EmulateResult first = emulate(prep, o), second = emulate(prep, back);
+    CHECK(first.verdict == Verdict::PASS);
+    CHECK(same_history(first.run, second.run));
+    return back;
+}
+
 }  // namespace
 
 TEST_CASE("replaying a token reproduces the verdict and the history, passing or failing") {
@@ -65,17 +78,10 @@ TEST_CASE("the gemv bands choice travels in a v3 token, with the kda teams") {
             o.gemv_bands = bands;
             o.schedule = Schedule::parse("pct");
             o.schedule.seed = 11;
-            const std::string t = make_token(o);
-            INFO(t);
-            CHECK(t.rfind("v3/", 0) == 0);
-            CHECK(contains(t, "/t" + std::to_string(teams) + "/g" + std::to_string(g) + "/small."));
-            const EmulateOptions back = apply_token(small_options(), t);
+            CHECK(contains(make_token(o), "/t" + std::to_string(teams) + "/g" + std::to_string(g) + "/small."));
+            const EmulateOptions back = round_trip(g ? every : p, o, "v3/");
             CHECK(back.gemv_bands == bands);
             CHECK(back.kda_teams == teams);
-            CHECK(make_token(back) == t);
-            EmulateResult first = emulate(g ? every : p, o), second = emulate(g ? every : p, back);
-            CHECK(first.verdict == Verdict::PASS);
-            CHECK(same_history(first.run, second.run));
         }
     // a v1 or v2 token leaves the choice to the plan
     EmulateOptions o = small_options();
@@ -98,18 +104,11 @@ TEST_CASE("g2's second pass travels in a v4 token, with the bands choice (ga: th
             o.gemv_bands = bands;
             o.schedule = Schedule::parse("pct");
             o.schedule.seed = 5;
-            const std::string t = make_token(o);
-            INFO(t);
-            CHECK(t.rfind("v4/", 0) == 0);
-            CHECK(contains(t, "/t" + std::to_string(teams) + (bands == GemvBands::spec ? "/g0" : "/ga") + "/h6/small."));
-            const EmulateOptions back = apply_token(small_options(), t);
+            CHECK(contains(make_token(o), "/t" + std::to_string(teams) + (bands == GemvBands::spec ? "/g0" : "/ga") + "/h6/small."));
+            const EmulateOptions back = round_trip(g2, o, "v4/");
             CHECK(back.g2_last == 6);
             CHECK(back.gemv_bands == bands);
             CHECK(back.kda_teams == teams);
-            CHECK(make_token(back) == t);
-            EmulateResult first = emulate(g2, o), second = emulate(g2, back);
-            CHECK(first.verdict == Verdict::PASS);
-            CHECK(same_history(first.run, second.run));
         }
     // older tokens leave the choice to the plan
     CHECK(apply_token(base, "v3/random/1/r0/k1/a0/none/b0/t1/g0/small.R2.L4.nb4.s1").g2_last == -1);
