@@ -147,6 +147,14 @@ constexpr int kMailboxCount = int(Mailbox::count);
 const char* to_string(Mailbox m);
 bool is_tagged(Mailbox m);  // PART, WGT, MSQ, ONRM
 
+// The epoch tag of the launch a CTA belongs to, from the arrivals counter it read as it entered
+// (every CTA of every launch adds one; a launcher's grid is always `blocks` CTAs, so launch k's CTAs
+// read k·blocks .. k·blocks + blocks − 1): 1, 2, …, 2³² − 1, 1, … Never 0, the tag of mailbox memory
+// never written, and never the previous launch's, across the wrap too.
+MONOKDA_HD uint32_t launch_tag(uint64_t arrival, uint32_t blocks) {
+    return uint32_t((arrival / blocks) % 0xffffffffull) + 1u;
+}
+
 struct MailboxRef {
     Mailbox box;
     int32_t entry;

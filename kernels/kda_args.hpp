@@ -75,7 +75,7 @@ struct KdaArgs {
 
     uint64_t* tagged;  // tagged mailboxes (value | epoch << 32), plan order
     uint32_t* flags;   // flagged mailboxes (epoch), plan order
-    unsigned long long* arrivals;  // CTAs that entered, over every launch: launch k's tag is k + 1 (kda_pre.cu)
+    unsigned long long* arrivals;  // CTAs that entered, over every launch: the launch's tag (launch_tag, core/plan.hpp)
     KdaErrorRecord* error;
     uint64_t poll_timeout_ns;
     int w_evict_first;  // gemv pass: the weight's copies marked evict-first in L2

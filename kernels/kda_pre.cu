@@ -256,14 +256,11 @@ __global__ void __launch_bounds__(kThreads, 1) kda_pre_kernel(const KdaArgs a, c
     extern __shared__ __align__(16) unsigned char smem[];
     __shared__ Ctl c;
     if (threadIdx.x == 0) {
-        // Every CTA of every launch adds one to the arrivals counter as it enters, so launch k's CTAs
-        // (the launcher's grid is always its plan's) read k·blocks .. k·blocks + blocks − 1 and agree
-        // on tag k + 1 with nothing to reset and nothing at exit (the last CTA to finish advanced an
-        // epoch word until 2026-12-01: an atomic, a fence and a store after the step's last
-        // instruction). 0 is the tag of mailbox memory never written: the tag steps over it when
-        // it wraps, after 2³² launches.
-        c.tag = uint32_t(atomicAdd(a.arrivals, 1ull) / gridDim.x) + 1;
-        if (c.tag == 0) c.tag = 1;
+        // Every CTA of every launch adds one to the arrivals counter as it enters, and all CTAs of a
+        // launch derive the same tag from what they read (launch_tag, core/plan.hpp), with nothing to
+        // reset and nothing at exit (the last CTA to finish advanced an epoch word until 2026-12-01:
+        // an atomic, a fence and a store after the step's last instruction).
+        c.tag = launch_tag(atomicAdd(a.arrivals, 1ull), gridDim.x);
         const int32_t* entries = a.plan + kHeaderWords;
         const int32_t* words = entries + kMailboxCount;
         uint32_t t = 0, f = 0;
@@ -579,7 +576,7 @@ uint32_t KdaLauncher::device_epoch() const {
     unsigned long long n = 0;
     check_hip(hipDeviceSynchronize(), "synchronising");
     check_hip(hipMemcpy(&n, impl_->d_arrivals, sizeof n, hipMemcpyDeviceToHost), "reading the epoch");
-    return uint32_t(n / uint64_t(impl_->plan.launch_blocks()));  // the last launch's tag (0 before any)
+    return n == 0 ? 0u : launch_tag(n - 1, uint32_t(impl_->plan.launch_blocks()));  // the last launch's tag (0 before any)
 }
 
 }  // namespace monokda::gpu

@@ -711,6 +711,26 @@ TEST_CASE("k3 placement: up to 15 rows attn and band TPC pairs alternate; from 1
     CHECK(r.min_residency() <= 132);
 }
 
+TEST_CASE("launch tags from the arrivals counter: one a launch, never 0, never the previous launch's, across the wrap") {
+    for (const uint32_t blocks : {132u, 24u, 1u}) {
+        CAPTURE(blocks);
+        // launches k = 0, 1, 2 and those around the 32-bit wrap of k + 1
+        for (const uint64_t k : {uint64_t(0), uint64_t(1), uint64_t(2), uint64_t(0xfffffffdull), uint64_t(0xfffffffeull),
+                                 uint64_t(0xffffffffull), uint64_t(0x100000000ull), uint64_t(0x1fffffffdull)}) {
+            CAPTURE(k);
+            const uint32_t t = launch_tag(k * blocks, blocks);
+            CHECK(t != 0u);
+            for (uint32_t c = 1; c < blocks; ++c) CHECK(launch_tag(k * blocks + c, blocks) == t);  // every CTA agrees
+            const uint32_t next = launch_tag((k + 1) * blocks, blocks);
+            CHECK(next != t);
+            CHECK(next != 0u);
+            if (k < 0xfffffffeull) CHECK(t == uint32_t(k) + 1u);  // the launch count, until the wrap
+        }
+    }
+    CHECK(launch_tag(0xfffffffeull, 1) == 0xffffffffu);  // launch 2³² − 2: the largest tag
+    CHECK(launch_tag(0xffffffffull, 1) == 1u);           // then 1 again, skipping 0
+}
+
 TEST_CASE("flat serialisation: header, offsets and instruction words round-trip") {
     Plan p = Plan::build(k3(), PlanParams::preset("k3"));
     std::vector<int32_t> w = p.serialize();
