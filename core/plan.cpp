@@ -75,7 +75,12 @@ int parse_g2_last(const std::string& s) {
 }
 
 void apply_g2_last(PlanParams& p, int g2_last) {
-    if (g2_last >= 0) p.g2_last_ctas = g2_last;
+    if (g2_last >= 0 && !p.gemv_every_cta) p.g2_last_ctas = g2_last;
+}
+
+GroupRange g2_groups(const Config& cfg, int group_rows) {
+    const int E = cfg.E(), first = (3 * E + group_rows - 1) / group_rows;
+    return {first, std::max(first, 4 * E / group_rows)};
 }
 
 PlanParams PlanParams::defaults_for(const Config& cfg) {
@@ -104,10 +109,9 @@ void PlanParams::validate(const Config& cfg) const {
     need(kda_chunk_rows > 0 && cfg.V % kda_chunk_rows == 0,
          "kda_chunk_rows must divide V = " + s(cfg.V) + " (got " + s(kda_chunk_rows) + ")");
     if (g2_last_ctas != 0) {
-        const int r = gemv_group_rows, E = cfg.E();
-        const int g2_groups = std::max(0, (4 * E) / r - (3 * E + r - 1) / r);
+        const GroupRange g2 = g2_groups(cfg, gemv_group_rows);
         need(!gemv_every_cta, "g2_last_ctas: a second pass for g2 is dealt over the CTAs past the slices only, not with gemv_every_cta");
-        need(g2_groups > 0, "g2_last_ctas: no gemv group lies wholly inside g2 (gemv_group_rows " + s(r) + ")");
+        need(g2.end > g2.first, "g2_last_ctas: no gemv group lies wholly inside g2 (gemv_group_rows " + s(gemv_group_rows) + ")");
         need(g2_last_ctas >= 2 && int64_t(g2_last_ctas) <= blocks - int64_t(n_attn) * attn_row_parts,
              "g2_last_ctas must be 0 or 2..the CTAs past the attn CTAs (" +
                  s(blocks - int64_t(n_attn) * attn_row_parts) + "), got " + s(g2_last_ctas));
@@ -329,13 +333,10 @@ void Plan::deal_gemv_bands() {
     } else {
         // the first pass: the groups other than g2's (two runs, around g2) over the C CTAs, each
         // run over a share of them proportional to its length
+        const GroupRange g2 = g2_groups(cfg_, params_.gemv_group_rows);
         std::vector<std::pair<int, int>> runs;  // {first, count}
-        for (int g = 0; g < n_groups_;) {
-            int e = g;
-            while (e < n_groups_ && is_g2_group(e) == is_g2_group(g)) ++e;
-            if (!is_g2_group(g)) runs.push_back({g, e - g});
-            g = e;
-        }
+        if (g2.first > 0) runs.push_back({0, g2.first});
+        if (g2.end < n_groups_) runs.push_back({g2.end, n_groups_ - g2.end});
         int early = 0;
         for (const auto& r : runs) early += r.second;
         std::vector<int> share(runs.size());
@@ -356,15 +357,13 @@ void Plan::deal_gemv_bands() {
             }
         // the second pass: g2's groups, contiguous, the larger bands to the CTAs with the fewest
         // groups so far (ties: the earlier CTA)
-        int g2_first = n_groups_, g2_count = 0;
-        for (int g = 0; g < n_groups_; ++g)
-            if (is_g2_group(g)) g2_first = std::min(g2_first, g), ++g2_count;
+        const int g2_count = g2.end - g2.first;
         std::vector<int> order(static_cast<size_t>(C));
         for (int i = 0; i < C; ++i) order[size_t(i)] = i;
         std::stable_sort(order.begin(), order.end(), [&](int x, int y) { return first_pass[size_t(x)] < first_pass[size_t(y)]; });
         std::vector<int> late(size_t(C), 0);
         for (int i = 0; i < C; ++i) late[size_t(order[size_t(i)])] = g2_count / C + (i < g2_count % C ? 1 : 0);
-        for (int i = 0, g = g2_first; i < C; ++i)
+        for (int i = 0, g = g2.first; i < C; ++i)
             if (late[size_t(i)] > 0) {
                 bands_.push_back({A + i, g, late[size_t(i)]});
                 g += late[size_t(i)];

@@ -109,7 +109,12 @@ void apply_gemv_bands(PlanParams& p, GemvBands b);  // gemv_every_cta, unless by
 // g2's second pass as `monokda gpu` and `monokda bench` --g2-last name it: auto (-1: the plan's
 // choice), off (0) or a count of CTAs (PlanParams::g2_last_ctas); BadInput otherwise.
 int parse_g2_last(const std::string& s);
-void apply_g2_last(PlanParams& p, int g2_last);  // g2_last_ctas, unless -1
+// g2_last_ctas, unless -1 or the bands lie over every CTA (they have no second pass): the rule of
+// gpu::device_plan and of `monokda emulate`
+void apply_g2_last(PlanParams& p, int g2_last);
+// The gemv groups wholly inside g2 (proj columns 3E..4E, read by KDA_NORM only): [first, end)
+struct GroupRange { int first, end; };
+GroupRange g2_groups(const Config& cfg, int group_rows);
 
 // Rows of attn part p when S rows are split over `parts` CTAs a slice: [begin(p), begin(p + 1)),
 // balanced (the plan, the emulator and the kernel all split with this).
@@ -255,11 +260,6 @@ public:
     // With g2_last_ctas, two bands a CTA instead (gemv_bands).
     int groups_per_gemv_cta() const { return (n_groups_ + gemv_span() - 1) / gemv_span(); }
     int gemv_cta(int group) const { return gemv_cta_[size_t(group)]; }
-    // g2's groups: every column in proj[:, 3E:4E) (read by KDA_NORM only)
-    bool is_g2_group(int group) const {
-        const int r = params_.gemv_group_rows, E = cfg_.E();
-        return group * r >= 3 * E && (group + 1) * r <= 4 * E;
-    }
     // The bands in the order the CTAs run them: {cta, first group, groups}; a CTA's bands in its list order.
     struct Band { int32_t cta, first, count; };
     const std::vector<Band>& gemv_bands() const { return bands_; }

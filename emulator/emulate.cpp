@@ -198,7 +198,7 @@ Prepared prepare(const EmulateOptions& o, int steps) {
     PlanParams pp = PlanParams::defaults_for(fixture_in.cfg);
     if (o.blocks > 0) pp.blocks = o.blocks;
     apply_gemv_bands(pp, o.gemv_bands);
-    if (!pp.gemv_every_cta) apply_g2_last(pp, o.g2_last);  // as gpu::device_plan: bands over every CTA have no second pass
+    apply_g2_last(pp, o.g2_last);
     p.plan = Plan::build(fixture_in.cfg, pp);
     p.input = std::move(fixture_in);  // 100 MB for k3: moved, not copied
     extend(p, std::max(steps, 1));

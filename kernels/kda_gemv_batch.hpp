@@ -50,8 +50,8 @@ constexpr int kMaxTilesPerWarp = (k3::kMaxS / 8) / kTileWarps;
 constexpr int kBoxCols = 64, kBoxWords = kBoxCols / 2, kBoxesPerStep = kChunkCols / kBoxCols;
 constexpr uint32_t kBoxBytes = k3::kGroupRows * kBoxCols * 2;
 constexpr int kBoxGroups = 3, kBandRows = kBoxGroups * k3::kGroupRows;
-constexpr uint32_t kBandBytes = kBandRows * kBoxCols * 2;  // a narrow band box (wide: twice); rows past N arrive as zeros
-static_assert(kBoxesPerStep == kKQuarters && kBatchGroups * kBoxesPerStep <= 32, "a lane a box, a quarter a box");
+constexpr uint32_t kBandBytes = kBandRows * kBoxCols * 2;  // a narrow stage's piece (wide: twice); rows past N arrive as zeros
+static_assert(kBoxesPerStep == kKQuarters, "a quarter a box");
 static_assert(kBatchGroups == 2 * kBoxGroups, "a band's box is narrow or wide");
 
 // x of a step: 4 boxes (one a k-quarter) of S rows × 64 columns, 128 bytes a row with the weight's
@@ -59,7 +59,6 @@ static_assert(kBatchGroups == 2 * kBoxGroups, "a band's box is narrow or wide");
 // ahead of the one being used; the ring's barriers sit at the end of the pass's buffer.
 struct XBatch {
     static constexpr int kAhead = 3;
-    static constexpr int kRoomSteps = 4;  // the buffer keeps room for this many steps at kDeepRingMaxS rows
     static constexpr int kBarWords = 2 * (kAhead + 1);
     __host__ __device__ static constexpr int box_words(int S) { return (S * kBoxWords + 255) / 256 * 256; }
     __host__ __device__ static constexpr int stage_words(int S) { return kBoxesPerStep * box_words(S); }
@@ -72,7 +71,7 @@ struct GemvBatchSmem {
     // weight stages first, then the x ring in what is left, then the ring's barriers (the buffer's
     // start also holds the pass's partials, red, after the pass)
     static constexpr int kBufWords =
-        4 * kWideStageWords + XBatch::kRoomSteps * XBatch::stage_words(kDeepRingMaxS) + XBatch::kBarWords;
+        4 * kWideStageWords + (XBatch::kAhead + 1) * XBatch::stage_words(kDeepRingMaxS) + XBatch::kBarWords;
     union {
         uint32_t buf[kBufWords];
         float red[kKQuarters * kBatchGroups * k3::kGroupRows * k3::kMaxS];  // after the pass
@@ -113,7 +112,7 @@ static_assert(GemvBatchSmem::kBufWords - XBatch::kBarWords - 3 * GemvBatchSmem::
                   2 * XBatch::stage_words(k3::kMaxS),
               "with 3 steps of 6 groups, two steps of x fit at the largest S");
 static_assert(GemvBatchSmem::kBufWords - XBatch::kBarWords - 4 * BatchStage<kBoxGroups>::kWords >=
-                  XBatch::kRoomSteps * XBatch::stage_words(k3::kMaxS),
+                  (XBatch::kAhead + 1) * XBatch::stage_words(k3::kMaxS),
               "above 16 rows, 4 steps of 3 groups and the whole x ring fit at the largest S");
 static_assert((GemvBatchSmem::kBufWords - XBatch::kBarWords) % 2 == 0, "x's barriers are 8-byte aligned");
 

@@ -75,8 +75,7 @@ void need_outer(const char* name, const View& v, const std::vector<int64_t>& min
 Plan device_plan(const Config& cfg, GemvBands bands, int attn_parts, Placement placement, int g2_last) {
     PlanParams p = PlanParams::k3_for(cfg, probe().sms);  // one CTA a multiprocessor
     apply_gemv_bands(p, bands);
-    if (p.gemv_every_cta) p.g2_last_ctas = 0;  // bands over every CTA have no second pass (PlanParams::validate)
-    else apply_g2_last(p, g2_last);
+    apply_g2_last(p, g2_last);
     if (attn_parts > 0) p.attn_row_parts = std::min(attn_parts, cfg.S());  // a step of one row has one part
     apply_placement(p, cfg, placement);  // the rule again, on the bands and parts chosen above
     return Plan::build(cfg, p);

@@ -432,6 +432,11 @@ TEST_CASE("plan parameters are validated, naming the field") {
     CHECK(parse_g2_last("auto") == -1);
     CHECK(parse_g2_last("off") == 0);
     CHECK(parse_g2_last("66") == 66);
+    // only groups wholly inside proj columns 3E..4E are g2's: 20-row groups of k3 (E = 1536)
+    // straddle both ends (4608 / 20 = 230.4, 6144 / 20 = 307.2)
+    CHECK(g2_groups(k3(), 20).first == 231);
+    CHECK(g2_groups(k3(), 20).end == 307);
+    CHECK(g2_groups(k3(), 4096).first == g2_groups(k3(), 4096).end);  // none: a group wider than g2
 }
 
 TEST_CASE("g2 last: every band CTA runs a band of the other groups, then one of g2's; each group once, contiguous") {
@@ -446,7 +451,9 @@ TEST_CASE("g2 last: every band CTA runs a band of the other groups, then one of 
         CHECK(p.n_gemv() == C);
         // g2 = proj columns 3E..4E = groups 288..383 (SPEC §3 B), from the config's arithmetic
         const int g2_first = 3 * 1536 / 16, g2_end = 4 * 1536 / 16;
-        for (int g = 0; g < 393; ++g) CHECK(p.is_g2_group(g) == (g >= g2_first && g < g2_end));
+        CHECK(g2_groups(c, 16).first == g2_first);
+        CHECK(g2_groups(c, 16).end == g2_end);
+        auto is_g2 = [&](int g) { return g >= g2_first && g < g2_end; };
         std::set<int> seen;
         int most = 0, least = 1000;
         for (int cta = 0; cta < 132; ++cta) {
@@ -466,9 +473,9 @@ TEST_CASE("g2 last: every band CTA runs a band of the other groups, then one of 
             // two passes (one where g2 has fewer groups than the CTAs), the first not g2, the second g2
             REQUIRE(!runs.empty());
             CHECK(runs.size() <= 2);
-            for (int g : runs[0]) CHECK(!p.is_g2_group(g));
+            for (int g : runs[0]) CHECK(!is_g2(g));
             if (runs.size() == 2)
-                for (int g : runs[1]) CHECK(p.is_g2_group(g));
+                for (int g : runs[1]) CHECK(is_g2(g));
             CHECK(runs[0].size() <= 6);  // a pass of the kernel (kBatchGroups)
             int n = 0;
             for (const auto& r : runs) n += int(r.size());
