@@ -226,8 +226,10 @@ __device__ __forceinline__ bool run_instructions(const KdaArgs& a, Ctl& c, const
                 if ((op != Op::GEMV_PREFETCH && op != Op::GEMV_GROUP) || ins[k].a != group0 + G) break;
                 if (op == Op::GEMV_GROUP) ++G;
             }
-            if (G > 0 && !gemv_batch(a, c, wmap, batch_smem(smem), group0, G, first_pass)) return false;
-            first_pass = false;
+            if (G > 0) {  // a lone GEMV_PREFETCH (a hint with nothing to compute) is no pass, and not the first
+                if (!gemv_batch(a, c, wmap, batch_smem(smem), group0, G, first_pass)) return false;
+                first_pass = false;
+            }
             i = k - 1;
             continue;
         }
