@@ -14,6 +14,8 @@
 // Cases: the poll's pause (100 ns, the kernel's; or none) and whether the band CTAs' warps 1-7
 // stream device memory (16-byte loads, 8 in flight a thread, each CTA its own part of 1 GiB)
 // from entry until their warp 0 has seen x, as a weight stream in flight before x would.
+// A second kernel chains the 56 slices (55 hops in a row) to time one hop finer than the global
+// timer's step.
 // Usage: monokda-hop-probe [LAUNCHES]  (default 200 a case; prints each hop's median over launches)
 #include "kernels/vendor/gpu.hpp"
 
@@ -77,7 +79,7 @@ __global__ void __launch_bounds__(kThreadsPerCta, 1) seam(Mail m, uint32_t tag, 
         __syncthreads();
         if (tid == 0) t[kMsqSaw] = now_ns();
         if (tid < 16) m.x[b * 16 + tid] = make_uint4(tag, b, tid, 0);
-        __threadfence();  // as publish_flag (kernels/kda_mailbox.hpp)
+        fence_before_cta_release();  // as publish_flag (kernels/kda_mailbox.hpp)
         __syncthreads();
         if (tid == 0) st_release(m.xrdy + b, tag), t[kXrdy] = now_ns();
     } else if (b < kSlices + kBands) {
@@ -105,6 +107,50 @@ __global__ void __launch_bounds__(kThreadsPerCta, 1) seam(Mail m, uint32_t tag, 
             if (tid == 32) t[kStreamEnd] = now_ns();
         }
         __syncthreads();
+    }
+}
+
+// The slices in a chain: CTA j waits for CTA j - 1's word, then stores its own (a tagged word, or
+// x's 256 bytes, the block barrier and a flag's release, with or without a device-scope fence in
+// every thread before the barrier); 55 hops, so the time a hop takes
+// comes out finer than the global timer's step. The band CTAs stream (or not) until the chain ends.
+__global__ void __launch_bounds__(kThreadsPerCta, 1) relay(Mail m, uint32_t tag, int flagged, int stream, uint64_t launch) {
+    const int b = blockIdx.x, tid = threadIdx.x;
+    uint64_t* t = m.t + size_t(b) * kStamps;
+    if (b < kSlices) {
+        if (b > 0 && tid == 0) {
+            if (flagged) poll([&] { return ld_acquire(m.xrdy + b - 1) == tag; }, 100);
+            else wait_tagged(m.part + b - 1, tag, 100);
+        }
+        __syncthreads();
+        if (flagged) {
+            if (tid < 16) m.x[b * 16 + tid] = make_uint4(tag, b, tid, 0);
+            if (flagged == 1) __threadfence();  // 1: as kda_pre's publish_flag did until 2026-12-01
+            __syncthreads();
+            if (tid == 0) st_release(m.xrdy + b, tag);
+        } else if (tid == 0) {
+            st_relaxed(m.part + b, uint64_t(tag) << 32 | b);
+        }
+        if (tid == 0) t[kPart] = now_ns();
+        if (b == kSlices - 1 && tid == 0) st_relaxed(m.wgt, uint64_t(tag) << 32);  // the chain's end
+    } else if (b < kSlices + kBands && stream) {
+        const size_t per = kStreamBytes / 16 / kBands, n = per / (8 * 256) * (8 * 256);
+        const uint4* p = m.buf + size_t(b - kSlices) * per;
+        size_t i = (launch * 8 * 256 * 16) % n + tid;
+        unsigned acc = 0, loads = 0;
+        while (uint32_t(ld_relaxed(m.wgt) >> 32) != tag) {
+            const size_t base = i % n;
+#pragma unroll
+            for (int k = 0; k < 8; ++k) {
+                const uint4 v = __ldcs(p + base + size_t(k) * 256);
+                acc ^= v.x ^ v.w;
+            }
+            i += 8 * 256, loads += 8;
+        }
+        if (acc == 0x9e3779b9u) *m.sink = acc;
+        atomicAdd(reinterpret_cast<unsigned long long*>(t + kBytes), uint64_t(loads) * 16);
+        __syncthreads();
+        if (tid == 0) t[kStreamEnd] = now_ns();
     }
 }
 
@@ -196,7 +242,33 @@ int main(int argc, char** argv) {
             std::printf("%-22s %8.2f %8.2f %8.2f %8.2f %8.2f %8.2f %10s\n", name, median(h1), median(h2), median(h3),
                         median(h4), median(h4max), median(xat), sr);
         }
-    std::printf("(µs. PART>gt: the last PART store to the gate's sight of all 56; WGT: the gate's store to a slice's\n"
+    std::printf("\n%-22s %10s %10s\n", "relay (55 hops)", "ns a hop", "stream");
+    for (int stream = 0; stream < 2; ++stream)
+        for (int flagged = 0; flagged < 3; ++flagged) {
+            std::vector<double> hop, rate;
+            for (int l = -3; l < launches; ++l) {
+                ++tag;
+                check(cudaMemset(m.t, 0, t.size() * 8), "clear stamps");
+                uint64_t li = uint64_t(l + 3);
+                void* args[] = {&m, &tag, &flagged, &stream, &li};
+                check(cudaLaunchCooperativeKernel(reinterpret_cast<void*>(relay), blocks, kThreadsPerCta, args, 0, 0),
+                      "launch");
+                check(cudaDeviceSynchronize(), "run");
+                if (l < 0) continue;
+                check(cudaMemcpy(t.data(), m.t, t.size() * 8, cudaMemcpyDeviceToHost), "stamps");
+                auto at = [&](int b, int k) { return double(t[size_t(b) * kStamps + k]); };
+                hop.push_back((at(kSlices - 1, kPart) - at(0, kPart)) / (kSlices - 1));
+                double bytes = 0, span = 0;
+                for (int b = kSlices; b < kSlices + kBands; ++b)
+                    bytes += at(b, kBytes), span = std::max(span, at(b, kStreamEnd) - at(0, kPart));
+                if (stream) rate.push_back(bytes / span / 1e3);
+            }
+            char name[64], sr[32] = "-";
+            std::snprintf(name, sizeof name, "%s, %s", stream ? "stream" : "idle", flagged == 2 ? "x + flag, one release" : flagged ? "x + flag, all fence" : "tagged word");
+            if (stream) std::snprintf(sr, sizeof sr, "%.2f TB/s", median(rate));
+            std::printf("%-22s %10.0f %10s\n", name, median(hop), sr);
+        }
+    std::printf("(seam µs. PART>gt: the last PART store to the gate's sight of all 56; WGT: the gate's store to a slice's\n"
                 " sight, median slice; MSQ: the last MSQ store to a slice's sight of all 56; XRDY / XRDYmax: the last\n"
                 " release to a band's sight of all 56, median / last band; x at: a band's sight from the launch's\n"
                 " first entry)\n");

@@ -213,7 +213,7 @@ __device__ __forceinline__ bool batch_wait_x(const KdaArgs& a, Ctl& c, int& seen
                 break;
             }
         }
-        __threadfence();  // acquire: x is read after the flags
+        fence_acquire();  // x is read after the flags
     }
     if (__syncthreads_or(!ok)) return false;
     seen = c.x_seen;
@@ -389,7 +389,7 @@ __device__ bool gemv_batch(const KdaArgs& a, Ctl& c, const WeightMap* map, GemvB
         for (int k = 1; k < kKQuarters; ++k) sum = sum + sm.red[((k * G + gi) * 16 + row) * k3::kMaxS + tok];
         a.proj[size_t(tok) * k3::N + (group0 + gi) * k3::kGroupRows + row] = bf16::from_bits(rnd(sum));  // #3
     }
-    __threadfence();
+    fence_before_cta_release();
     __syncthreads();
     if (threadIdx.x < G) st_release(a.flags + c.flag_off[int(Mailbox::PROJ)] + group0 + threadIdx.x, c.tag);
     if (a.trace && threadIdx.x == 0) {

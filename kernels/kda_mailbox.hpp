@@ -127,7 +127,7 @@ __device__ bool wait_flags(const KdaArgs& a, const Ctl& c, Mailbox box, int n, E
         if (ld_acquire(f) != c.tag)
             ok = spin(a, c, [&] { return ld_acquire(f); }, [&](uint32_t x) { return x == c.tag; }, uint32_t(box),
                       uint32_t(e));
-        __threadfence();
+        fence_after_cta_acquire();
     }
     return !t.sync_or(!ok);
 }
@@ -147,7 +147,7 @@ __device__ bool wait_proj(const KdaArgs& a, Ctl& c, int n, GroupOf group_of, Tea
     for (int g = t.tid; g < k3::kGroups; g += t.n)
         if (ld_acquire(a.flags + c.flag_off[int(Mailbox::PROJ)] + g) == c.tag)
             atomicOr(&c.proj_seen[g >> 5], 1u << (g & 31));
-    __threadfence();
+    fence_after_cta_acquire();
     t.sync();
     return true;
 }
@@ -155,7 +155,7 @@ __device__ bool wait_proj(const KdaArgs& a, Ctl& c, int n, GroupOf group_of, Tea
 // Every thread calls it after writing its share of what the flag guards.
 __device__ __forceinline__ void publish_flag(const KdaArgs& a, const Ctl& c, Mailbox box, int entry,
                                              Team t = cta_team()) {
-    __threadfence();
+    fence_before_cta_release();
     t.sync();
     if (t.tid == 0) st_release(a.flags + c.flag_off[int(box)] + entry, c.tag);
 }

@@ -87,6 +87,13 @@ __device__ __forceinline__ void st_relaxed(uint64_t* p, uint64_t v) {
 __device__ __forceinline__ uint32_t ld_relaxed32(const uint32_t* p) {
     return __hip_atomic_load(p, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
 }
+// A CTA's hand-off: every thread writes, the block barrier, one thread's release store; the reader
+// acquires, the barrier, every thread reads. Here every thread also fences at device scope on both
+// sides (not measured without: no AMD GPU to run on).
+__device__ __forceinline__ void fence_before_cta_release() { __threadfence(); }
+__device__ __forceinline__ void fence_after_cta_acquire() { __threadfence(); }
+// After relaxed loads of flags: what follows is ordered after them (an acquire pattern)
+__device__ __forceinline__ void fence_acquire() { __threadfence(); }
 // s_memrealtime counts at a fixed 100 MHz on gfx9 parts.
 __device__ __forceinline__ uint64_t now_ns() { return __builtin_amdgcn_s_memrealtime() * 10ull; }
 __device__ __forceinline__ void pause(uint32_t = 0) { __builtin_amdgcn_s_sleep(2); }
@@ -134,6 +141,15 @@ __device__ __forceinline__ uint32_t ld_relaxed32(const uint32_t* p) {
     asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
     return v;
 }
+// A CTA's hand-off: every thread writes, the block barrier, one thread's release store (or: the
+// reader's acquire, the barrier, every thread reads). The PTX memory model orders it as it stands
+// (base causality order runs through the barrier into the release, and from the acquire through the
+// barrier), so no fence: a device-scope fence in every thread as well made a hop through an x slice
+// and its flag ~0.9 µs against ~0.35 for a tagged word (monokda-hop-probe, docs/performance.md).
+__device__ __forceinline__ void fence_before_cta_release() {}
+__device__ __forceinline__ void fence_after_cta_acquire() {}
+// After relaxed loads of flags: what follows is ordered after them (an acquire pattern)
+__device__ __forceinline__ void fence_acquire() { asm volatile("fence.acq_rel.gpu;" ::: "memory"); }
 __device__ __forceinline__ uint4 ld_relaxed128(const uint32_t* p) {  // four words, p 16-byte aligned
     uint4 v;
     asm volatile("ld.relaxed.gpu.global.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p) : "memory");
