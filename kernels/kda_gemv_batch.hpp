@@ -174,7 +174,8 @@ __device__ __forceinline__ bool batch_wait_x_landed(const KdaArgs& a, const Ctl&
 // XRDY of both slices of step ch (every part of each: a slice's parts are consecutive entries).
 // Flags only ever turn ready within a launch, and every attn CTA publishes at about the same time,
 // so warp 0 reads all 56 or 112 flags at once (four a lane, one load: XRDY's flags open the flag
-// memory, kda_pre.cu) and records how far the ready prefix of entries reaches; later steps inside
+// memory, kda_pre.cu; an acquire load, so no fence after it: a relaxed load and a fence.sc, then a
+// fence.acq_rel, measured slower) and records how far the ready prefix of entries reaches; later steps inside
 // it poll nothing. While waiting only lane 0 polls, on the first entry not ready, with the
 // mailboxes' pause (spin): up to 132 CTAs keep reading the flag lines that the attn CTAs write, so
 // one load a poll, not 32.
@@ -194,7 +195,7 @@ __device__ __forceinline__ bool batch_wait_x(const KdaArgs& a, Ctl& c, int& seen
             // the lane's ready entries before its first one not ready (none past n)
             int k = 0;
             if (4 * lane < n) {
-                const uint4 v = ld_relaxed128(f + 4 * lane);
+                const uint4 v = ld_acquire128(f + 4 * lane);
                 k = v.x != c.tag ? 0 : v.y != c.tag ? 1 : v.z != c.tag ? 2 : v.w != c.tag ? 3 : 4;
             }
             const uint32_t short_lanes = __ballot_sync(~0u, k < 4);
@@ -213,7 +214,6 @@ __device__ __forceinline__ bool batch_wait_x(const KdaArgs& a, Ctl& c, int& seen
                 break;
             }
         }
-        fence_acquire();  // x is read after the flags
     }
     if (__syncthreads_or(!ok)) return false;
     seen = c.x_seen;

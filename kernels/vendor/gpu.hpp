@@ -92,8 +92,6 @@ __device__ __forceinline__ uint32_t ld_relaxed32(const uint32_t* p) {
 // sides (not measured without: no AMD GPU to run on).
 __device__ __forceinline__ void fence_before_cta_release() { __threadfence(); }
 __device__ __forceinline__ void fence_after_cta_acquire() { __threadfence(); }
-// After relaxed loads of flags: what follows is ordered after them (an acquire pattern)
-__device__ __forceinline__ void fence_acquire() { __threadfence(); }
 // s_memrealtime counts at a fixed 100 MHz on gfx9 parts.
 __device__ __forceinline__ uint64_t now_ns() { return __builtin_amdgcn_s_memrealtime() * 10ull; }
 __device__ __forceinline__ void pause(uint32_t = 0) { __builtin_amdgcn_s_sleep(2); }
@@ -148,11 +146,9 @@ __device__ __forceinline__ uint32_t ld_relaxed32(const uint32_t* p) {
 // and its flag ~0.9 µs against ~0.35 for a tagged word (monokda-hop-probe, docs/performance.md).
 __device__ __forceinline__ void fence_before_cta_release() {}
 __device__ __forceinline__ void fence_after_cta_acquire() {}
-// After relaxed loads of flags: what follows is ordered after them (an acquire pattern)
-__device__ __forceinline__ void fence_acquire() { asm volatile("fence.acq_rel.gpu;" ::: "memory"); }
-__device__ __forceinline__ uint4 ld_relaxed128(const uint32_t* p) {  // four words, p 16-byte aligned
+__device__ __forceinline__ uint4 ld_acquire128(const uint32_t* p) {  // four flags, p 16-byte aligned
     uint4 v;
-    asm volatile("ld.relaxed.gpu.global.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p) : "memory");
+    asm volatile("ld.acquire.gpu.global.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p) : "memory");
     return v;
 }
 __device__ __forceinline__ uint64_t now_ns() {
