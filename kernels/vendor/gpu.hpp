@@ -142,8 +142,9 @@ __device__ __forceinline__ uint32_t ld_relaxed32(const uint32_t* p) {
 // A CTA's hand-off: every thread writes, the block barrier, one thread's release store (or: the
 // reader's acquire, the barrier, every thread reads). The PTX memory model orders it as it stands
 // (base causality order runs through the barrier into the release, and from the acquire through the
-// barrier), so no fence: a device-scope fence in every thread as well made a hop through an x slice
-// and its flag ~0.9 µs against ~0.35 for a tagged word (monokda-hop-probe, docs/performance.md).
+// barrier), so no fence: with a device-scope fence in every thread as well, a hop of x's slice and
+// its flag took 0.80–0.95 µs, without 0.69–0.74, a tagged word 0.36–0.38 (monokda-hop-probe), and
+// every shape of the step 0.5–2.3 µs more (docs/performance.md, "Hand-offs without per-thread fences").
 __device__ __forceinline__ void fence_before_cta_release() {}
 __device__ __forceinline__ void fence_after_cta_acquire() {}
 __device__ __forceinline__ uint4 ld_acquire128(const uint32_t* p) {  // four flags, p 16-byte aligned
