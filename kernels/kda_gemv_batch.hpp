@@ -174,8 +174,8 @@ __device__ __forceinline__ bool batch_wait_x_landed(const KdaArgs& a, const Ctl&
 // XRDY of both slices of step ch (every part of each: a slice's parts are consecutive entries).
 // Flags only ever turn ready within a launch, and every attn CTA publishes at about the same time,
 // so warp 0 reads all 56 or 112 flags at once (four a lane, one load: XRDY's flags open the flag
-// memory, kda_pre.cu; an acquire load, so no fence after it: a relaxed load and a fence.sc, then a
-// fence.acq_rel, measured slower) and records how far the ready prefix of entries reaches; later steps inside
+// memory, kda_pre.cu; an acquire load, so no fence after it: relaxed loads and a fence after them
+// measured slower) and records how far the ready prefix of entries reaches; later steps inside
 // it poll nothing. While waiting only lane 0 polls, on the first entry not ready, with the
 // mailboxes' pause (spin): up to 132 CTAs keep reading the flag lines that the attn CTAs write, so
 // one load a poll, not 32.
