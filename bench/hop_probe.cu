@@ -166,6 +166,26 @@ double median(std::vector<double> v) {
     return v.empty() ? 0.0 : v[v.size() / 2];
 }
 
+// 3 warm-up launches, then `launches` measured ones of `kernel` (arguments: the mail, a fresh tag,
+// `knob`, `stream`, the launch's index), each after its stamps are cleared; `measure` gets the stamp
+// of CTA b, slot k of every measured launch.
+template <class Measure>
+void run_case(void (*kernel)(Mail, uint32_t, int, int, uint64_t), Mail& m, uint32_t& tag, int knob, int stream,
+              int blocks, int launches, Measure measure) {
+    std::vector<uint64_t> t(size_t(blocks) * kStamps);
+    for (int l = -3; l < launches; ++l) {
+        ++tag;
+        check(cudaMemset(m.t, 0, t.size() * 8), "clear stamps");
+        uint64_t li = uint64_t(l + 3);
+        void* args[] = {&m, &tag, &knob, &stream, &li};
+        check(cudaLaunchCooperativeKernel(reinterpret_cast<void*>(kernel), blocks, kThreadsPerCta, args, 0, 0), "launch");
+        check(cudaDeviceSynchronize(), "run");
+        if (l < 0) continue;
+        check(cudaMemcpy(t.data(), m.t, t.size() * 8, cudaMemcpyDeviceToHost), "stamps");
+        measure([&](int b, int k) { return double(t[size_t(b) * kStamps + k]); });
+    }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -200,21 +220,10 @@ int main(int argc, char** argv) {
     std::printf("%-22s %8s %8s %8s %8s %8s %8s %10s\n", "case", "PART>gt", "WGT", "MSQ", "XRDY", "XRDYmax", "x at",
                 "stream");
     uint32_t tag = 0;
-    std::vector<uint64_t> t(size_t(blocks) * kStamps);
     for (int stream = 0; stream < 2; ++stream)
         for (int pause_ns : {100, 0}) {
             std::vector<double> h1, h2, h3, h4, h4max, xat, rate;
-            for (int l = -3; l < launches; ++l) {  // 3 warm-up launches
-                ++tag;
-                check(cudaMemset(m.t, 0, t.size() * 8), "clear stamps");
-                uint64_t li = uint64_t(l + 3);
-                void* args[] = {&m, &tag, &pause_ns, &stream, &li};
-                check(cudaLaunchCooperativeKernel(reinterpret_cast<void*>(seam), blocks, kThreadsPerCta, args, 0, 0),
-                      "launch");
-                check(cudaDeviceSynchronize(), "run");
-                if (l < 0) continue;
-                check(cudaMemcpy(t.data(), m.t, t.size() * 8, cudaMemcpyDeviceToHost), "stamps");
-                auto at = [&](int b, int k) { return double(t[size_t(b) * kStamps + k]); };
+            run_case(seam, m, tag, pause_ns, stream, blocks, launches, [&](auto at) {
                 double t0 = at(0, kEntry), part = 0, msq = 0, xr = 0;
                 for (int b = 0; b < kSlices + kBands; ++b) t0 = std::min(t0, at(b, kEntry));
                 std::vector<double> wgt_saw, msq_saw, x_saw;
@@ -235,7 +244,7 @@ int main(int argc, char** argv) {
                 h4max.push_back((*std::max_element(x_saw.begin(), x_saw.end()) - xr) / 1e3);
                 xat.push_back((median(x_saw) - t0) / 1e3);
                 if (stream) rate.push_back(bytes / span / 1e3);  // bytes / ns = GB/s; / 1e3: TB/s
-            }
+            });
             char name[64], sr[32] = "-";
             std::snprintf(name, sizeof name, "%s, pause %d ns", stream ? "stream" : "idle", pause_ns);
             if (stream) std::snprintf(sr, sizeof sr, "%.2f TB/s", median(rate));
@@ -246,25 +255,16 @@ int main(int argc, char** argv) {
     for (int stream = 0; stream < 2; ++stream)
         for (int flagged = 0; flagged < 3; ++flagged) {
             std::vector<double> hop, rate;
-            for (int l = -3; l < launches; ++l) {
-                ++tag;
-                check(cudaMemset(m.t, 0, t.size() * 8), "clear stamps");
-                uint64_t li = uint64_t(l + 3);
-                void* args[] = {&m, &tag, &flagged, &stream, &li};
-                check(cudaLaunchCooperativeKernel(reinterpret_cast<void*>(relay), blocks, kThreadsPerCta, args, 0, 0),
-                      "launch");
-                check(cudaDeviceSynchronize(), "run");
-                if (l < 0) continue;
-                check(cudaMemcpy(t.data(), m.t, t.size() * 8, cudaMemcpyDeviceToHost), "stamps");
-                auto at = [&](int b, int k) { return double(t[size_t(b) * kStamps + k]); };
+            run_case(relay, m, tag, flagged, stream, blocks, launches, [&](auto at) {
                 hop.push_back((at(kSlices - 1, kPart) - at(0, kPart)) / (kSlices - 1));
                 double bytes = 0, span = 0;
                 for (int b = kSlices; b < kSlices + kBands; ++b)
                     bytes += at(b, kBytes), span = std::max(span, at(b, kStreamEnd) - at(0, kPart));
                 if (stream) rate.push_back(bytes / span / 1e3);
-            }
+            });
             char name[64], sr[32] = "-";
-            std::snprintf(name, sizeof name, "%s, %s", stream ? "stream" : "idle", flagged == 2 ? "x + flag, one release" : flagged ? "x + flag, all fence" : "tagged word");
+            std::snprintf(name, sizeof name, "%s, %s", stream ? "stream" : "idle",
+                          flagged == 2 ? "x + flag, one release" : flagged ? "x + flag, all fence" : "tagged word");
             if (stream) std::snprintf(sr, sizeof sr, "%.2f TB/s", median(rate));
             std::printf("%-22s %10.0f %10s\n", name, median(hop), sr);
         }
