@@ -13,7 +13,7 @@
 //     so L2 never holds what is read.
 // Usage: monokda-gpc-probe [REPS]  (default 10 launches a case; prints the GPCs, then each case's
 // streaming SMs, the median of their per-SM rates and the rate of all of them together)
-#include <cuda_runtime.h>
+#include "kernels/vendor/gpu.hpp"  // sm_id, now_ns: the kernel's own shims
 
 #include <algorithm>
 #include <cstdint>
@@ -25,6 +25,9 @@
 
 namespace {
 
+using monokda::gpu::now_ns;
+using monokda::gpu::sm_id;
+
 constexpr int kThreads = 256;        // the cluster launches
 constexpr int kStreamThreads = 1024;
 constexpr size_t kPerCta = size_t(4) << 20;  // bytes a CTA streams
@@ -35,18 +38,6 @@ void check(cudaError_t e, const char* what) {
         std::fprintf(stderr, "monokda-gpc-probe: %s: %s\n", what, cudaGetErrorString(e));
         std::exit(1);
     }
-}
-
-__device__ __forceinline__ uint32_t sm_id() {
-    uint32_t s;
-    asm volatile("mov.u32 %0, %%smid;" : "=r"(s));
-    return s;
-}
-
-__device__ __forceinline__ uint64_t now_ns() {
-    uint64_t t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
 }
 
 __global__ void where(int* sm_of_block) {

@@ -578,7 +578,7 @@ uint32_t KdaLauncher::device_epoch() const {
     unsigned long long n = 0;
     check_hip(hipDeviceSynchronize(), "synchronising");
     check_hip(hipMemcpy(&n, impl_->d_arrivals, sizeof n, hipMemcpyDeviceToHost), "reading the epoch");
-    return n == 0 ? 0u : launch_tag(n - 1, uint32_t(impl_->plan.launch_blocks()));  // the last launch's tag (0 before any)
+    return n == 0 ? 0u : launch_tag(n - 1, uint32_t(impl_->plan.blocks()));  // the last launch's tag (0 before any); the grid is plan.blocks()
 }
 
 }  // namespace monokda::gpu
