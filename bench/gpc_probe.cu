@@ -15,6 +15,8 @@
 // streaming SMs, the median of their per-SM rates and the rate of all of them together)
 #include "kernels/vendor/gpu.hpp"  // sm_id, now_ns: the kernel's own shims
 
+#include "bench/probe_util.hpp"
+
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -25,6 +27,9 @@
 
 namespace {
 
+namespace probe = monokda::probe;
+using probe::median;
+
 using monokda::gpu::now_ns;
 using monokda::gpu::sm_id;
 
@@ -33,12 +38,7 @@ constexpr int kStreamThreads = 1024;
 constexpr size_t kPerCta = size_t(4) << 20;  // bytes a CTA streams
 constexpr int kCopies = 4;
 
-void check(cudaError_t e, const char* what) {
-    if (e != cudaSuccess) {
-        std::fprintf(stderr, "monokda-gpc-probe: %s: %s\n", what, cudaGetErrorString(e));
-        std::exit(1);
-    }
-}
+void check(cudaError_t e, const char* what) { probe::check("monokda-gpc-probe", e, what); }
 
 __global__ void where(int* sm_of_block) {
     extern __shared__ unsigned char pad[];  // sized by the launch so one CTA fits an SM
@@ -79,11 +79,6 @@ struct Dsu {
     int find(int x) { return p[x] == x ? x : p[x] = find(p[x]); }
     void join(int a, int b) { p[find(a)] = find(b); }
 };
-
-float median(std::vector<float> v) {
-    std::sort(v.begin(), v.end());
-    return v.empty() ? 0.f : v[v.size() / 2];
-}
 
 }  // namespace
 

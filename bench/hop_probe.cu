@@ -19,12 +19,17 @@
 // Usage: monokda-hop-probe [LAUNCHES]  (default 200 a case; prints each hop's median over launches)
 #include "kernels/vendor/gpu.hpp"
 
+#include "bench/probe_util.hpp"
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
 
 namespace {
+
+namespace probe = monokda::probe;
+using probe::median;
 
 using namespace monokda::gpu;
 
@@ -154,17 +159,7 @@ __global__ void __launch_bounds__(kThreadsPerCta, 1) relay(Mail m, uint32_t tag,
     }
 }
 
-void check(cudaError_t e, const char* what) {
-    if (e != cudaSuccess) {
-        std::fprintf(stderr, "monokda-hop-probe: %s: %s\n", what, cudaGetErrorString(e));
-        std::exit(1);
-    }
-}
-
-double median(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v.empty() ? 0.0 : v[v.size() / 2];
-}
+void check(cudaError_t e, const char* what) { probe::check("monokda-hop-probe", e, what); }
 
 // 3 warm-up launches, then `launches` measured ones of `kernel` (arguments: the mail, a fresh tag,
 // `knob`, `stream`, the launch's index), each after its stamps are cleared; `measure` gets the stamp

@@ -12,7 +12,8 @@
 // order or shuffled), by one warp or eight: the cost of a taken branch to code not run yet.
 //
 // Usage: monokda-icache-probe [REPS]  (default 15 launches a case; prints medians, µs)
-#include <cuda_runtime.h>
+#include "kernels/vendor/gpu.hpp"  // now_ns: the kernel's own timer shim
+#include "bench/probe_util.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -23,13 +24,9 @@
 
 namespace {
 
-constexpr int kThreads = 256;
+using monokda::gpu::now_ns;
 
-__device__ __forceinline__ uint64_t now_ns() {
-    uint64_t t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
+constexpr int kThreads = 256;
 
 // N FMAs over 8 independent chains: ptxas cannot fold fmaf chains, so this is N FFMA instructions
 // of straight-line code (N·16 bytes).
@@ -134,12 +131,7 @@ __global__ void flush(const uint4* buf, size_t n16, float* out) {
     if (x == 0x12345678u) out[0] = float(x);
 }
 
-void check(cudaError_t e, const char* what) {
-    if (e != cudaSuccess) {
-        std::fprintf(stderr, "monokda-icache-probe: %s: %s\n", what, cudaGetErrorString(e));
-        std::exit(1);
-    }
-}
+void check(cudaError_t e, const char* what) { monokda::probe::check("monokda-icache-probe", e, what); }
 
 struct Bufs {
     float *in, *out;
@@ -164,10 +156,7 @@ void run_case(const Bufs& b, int reps, int streamers, bool flush_l2, bool first_
         for (int k = 0; k < 3; ++k) p[k].push_back(double(s[k + 1] - s[k]) / 1000.0);
         if (first_only) break;
     }
-    auto med = [](std::vector<double> v) {
-        std::sort(v.begin(), v.end());
-        return v[v.size() / 2];
-    };
+    const auto med = monokda::probe::median<double>;
     std::printf("%7.0f KB  %9s  %-7s %-9s  %8.2f  %8.2f  %8.2f  %8.3f\n", N * 16 / 1024.0,
                 first_only ? "first" : std::to_string(streamers).c_str(), sm_cold ? "cold" : "as left",
                 flush_l2 ? "flushed" : "kept",
@@ -185,10 +174,7 @@ void run_jumps(const Bufs& b, int reps, const int* d_order, const char* label, i
         check(cudaMemcpy(s, b.stamps, sizeof(s), cudaMemcpyDeviceToHost), "reading the stamps");
         for (int k = 0; k < 3; ++k) p[k].push_back(double(s[k + 1] - s[k]) / 1000.0);
     }
-    auto med = [](std::vector<double> v) {
-        std::sort(v.begin(), v.end());
-        return v[v.size() / 2];
-    };
+    const auto med = monokda::probe::median<double>;
     std::printf("%11s  %5d  %-9s  %8.2f  %8.2f  %8.2f  %8.3f  %8.3f\n", label, warps, flush_l2 ? "flushed" : "kept",
                 med(p[0]), med(p[1]), med(p[2]), (med(p[0]) - med(p[1])) / kJumpBlocks, med(p[1]) / kJumpBlocks);
 }

@@ -17,6 +17,8 @@
 #include "kernels/kda_args.hpp"   // the production shape (k3) and the kernel's block size
 #include "kernels/vendor/tensor_map.hpp"
 
+#include "bench/probe_util.hpp"
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -24,6 +26,8 @@
 #include <vector>
 
 namespace {
+
+namespace probe = monokda::probe;
 
 using namespace monokda::gpu;
 
@@ -192,12 +196,7 @@ __global__ void __launch_bounds__(kThreads, 1) stream_band(const __grid_constant
     if (acc == 0x12345678u) sink[0] = acc;
 }
 
-void check(cudaError_t e, const char* what) {
-    if (e != cudaSuccess) {
-        fprintf(stderr, "stream-probe: %s: %s\n", what, cudaGetErrorString(e));
-        exit(1);
-    }
-}
+void check(cudaError_t e, const char* what) { probe::check("stream-probe", e, what); }
 
 constexpr int kSets = 4;  // weight copies rotated, so that L2 never holds the one being read
 
@@ -216,8 +215,7 @@ float median_launch_us(int reps, cudaEvent_t e0, cudaEvent_t e1, LaunchSet launc
         if (r >= 2) t.push_back(ms * 1000.0f / kSets);
     }
     check(cudaGetLastError(), "launch");
-    std::sort(t.begin(), t.end());
-    return t[t.size() / 2];
+    return probe::median(t);
 }
 
 }  // namespace
