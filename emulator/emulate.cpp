@@ -127,7 +127,7 @@ EmulateOptions apply_token(EmulateOptions o, const std::string& token) {
     return o;
 }
 
-int steps_for(const EmulateOptions& o) { return std::max(o.steps, o.fault == Fault::epoch_by_value ? 2 : 1); }
+int steps_for(const EmulateOptions& o) { return FaultHooks{o.fault}.launches(o.steps); }
 
 StepRows step_rows(const StepInputs& in, int k) {
     StepRows r;
@@ -319,18 +319,19 @@ EmulateResult emulate(Prepared& prep, const EmulateOptions& o) {
     const Config& cfg = prep.plan.config();
     res.plan = apply_plan_fault(prep.plan, o.fault);
     if (o.kda_teams > 1) res.plan = res.plan.with_kda_teams(o.kda_teams);
+    const FaultHooks hooks{o.fault};
     MachineOptions mo;
     mo.schedule = o.schedule;
     mo.fault = o.fault;
-    mo.amd_in_order_loads = o.amd || o.fault == Fault::poll_behind_loads;
+    mo.amd_in_order_loads = hooks.amd_in_order_loads(o.amd);
     mo.record_spans = o.timeline;
     res.steps = steps_for(o);
-    if (o.fault == Fault::wrong_accepted_window && cfg.L < 2) bad_input("fault wrong_accepted_window needs L >= 2");
+    hooks.require(cfg);
     // several steps straddle the epoch counter's wrap-around
     mo.epoch_start = res.steps == 1 ? 1u : 0xffffffffu - uint32_t(res.steps / 2 - 1);
     const int need = res.plan.min_residency();
     res.resident = o.resident > 0 ? std::min(o.resident, res.plan.launch_blocks()) : res.plan.launch_blocks();
-    if (o.fault == Fault::too_few_resident) res.resident = need - 1;
+    res.resident = hooks.resident(res.resident, need);
     mo.resident = res.resident;
     extend(prep, res.steps);
     EmulateOptions tok = o;

@@ -1,6 +1,11 @@
+// Every planted fault in one place: its name and description, and where it acts (a plan edit, a
+// launch choice, or a hook point that the machine or a role body calls).
 #include "emulator/faults.hpp"
 
+#include <algorithm>
+
 #include "core/error.hpp"
+#include "emulator/machine.hpp"
 
 namespace monokda::emu {
 
@@ -48,6 +53,7 @@ Fault parse_fault(const std::string& name) {
     bad_input("unknown fault '" + name + "' (known: " + known + "; --list-faults describes them)");
 }
 
+// ---------------------------------------------------------------- plan faults
 Plan apply_plan_fault(const Plan& plan, Fault f) {
     Plan p = plan;
     if (f == Fault::g1_share_short && p.n_chunks() < 2)
@@ -75,6 +81,44 @@ Plan apply_plan_fault(const Plan& plan, Fault f) {
         for (size_t i = 0; i < pre.size(); ++i) p.insert_instr(cta, int(i), pre[i]);
     }
     return p;
+}
+
+// ---------------------------------------------------------------- launch
+int FaultHooks::launches(int steps) const { return std::max(steps, fault == Fault::epoch_by_value ? 2 : 1); }
+int FaultHooks::resident(int resident, int need) const { return fault == Fault::too_few_resident ? need - 1 : resident; }
+bool FaultHooks::amd_in_order_loads(bool asked) const { return asked || fault == Fault::poll_behind_loads; }
+void FaultHooks::require(const Config& cfg) const {
+    if (fault == Fault::wrong_accepted_window && cfg.L < 2) bad_input("fault wrong_accepted_window needs L >= 2");
+}
+
+// ---------------------------------------------------------------- machine loop
+uint32_t FaultHooks::kernel_epoch(uint32_t launcher_epoch, uint32_t first_epoch) const {
+    return fault == Fault::epoch_by_value ? first_epoch : launcher_epoch;
+}
+bool FaultHooks::uses_slice_before_poll(const Plan& plan, int cta, const Instr& in) const {
+    return fault == Fault::x_before_flag && in.opcode() == Op::GEMV_GROUP && cta == plan.n_attn_ctas();
+}
+bool FaultHooks::skips_waits(const Instr& in) const {
+    return fault == Fault::kda_skips_proj_wait && in.opcode() == Op::KDA_CONV && in.a == 0 && in.b == 0 && in.c == 0;
+}
+
+// ---------------------------------------------------------------- attn bodies
+void FaultHooks::gate_partials(int cta, int row, int src, std::vector<MailboxRef>& used) const {
+    if (fault == Fault::partial_counted_twice && cta == 0 && row == 0 && src == 0 && used.size() >= 2) used[1] = used[0];
+}
+uint32_t FaultHooks::wgt_tag(int cta, int row, uint32_t epoch) const {
+    return fault == Fault::stale_epoch_tag && cta == 0 && row == 0 ? prev_epoch(epoch) : epoch;
+}
+int FaultHooks::x_store_first(int cta, int d0) const { return fault == Fault::x_store_off_by_one && cta == 1 ? d0 + 1 : d0; }
+bool FaultHooks::stores_xrdy(int cta) const { return !(fault == Fault::missing_xrdy && cta == 1); }
+bool FaultHooks::xrdy_release(int cta) const { return !(fault == Fault::flag_before_data && cta == 1); }
+
+// ---------------------------------------------------------------- kda bodies
+int FaultHooks::accepted(int r, int a, int L) const {
+    return fault == Fault::wrong_accepted_window && r == 0 ? a % L + 1 : a;
+}
+int FaultHooks::g1_share(int r, int h, int ch, int share) const {
+    return fault == Fault::g1_share_short && r == 0 && h == 0 && ch == 1 ? share - 1 : share;
 }
 
 }  // namespace monokda::emu

@@ -1,6 +1,12 @@
 // Planted protocol bugs (--inject NAME): each one is a mistake a mono kernel can really make, and
 // each must be caught and named by the emulator. The clean plan is Fault::none.
+//
+// Where each fault acts is defined in one place, faults.cpp: a plan fault changes the plan's
+// instruction data (apply_plan_fault), a launch fault changes how emulate launches the plan, and a
+// body fault is a named hook point (FaultHooks) that the machine or a role body calls; no body tests a
+// fault itself. Adding a fault: a value below, a line in fault_list(), and its hook (or plan edit).
 #pragma once
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -34,7 +40,31 @@ const std::vector<FaultInfo>& fault_list();
 const char* to_string(Fault f);
 Fault parse_fault(const std::string& name);  // BadInput naming the known ones
 
-// The plan as the faulty kernel would run it (plan-level faults change instruction data).
+// Plan faults: the plan as the faulty kernel would run it (changes instruction data).
 Plan apply_plan_fault(const Plan& plan, Fault f);
+
+// Launch and body faults: each hook returns what the clean kernel does unless its fault is planted.
+struct FaultHooks {
+    Fault fault = Fault::none;
+
+    // launch (emulate.cpp)
+    int launches(int steps) const;                       // epoch_by_value: shows only on a second launch
+    int resident(int resident, int need) const;          // too_few_resident
+    bool amd_in_order_loads(bool asked) const;           // poll_behind_loads
+    void require(const Config& cfg) const;               // BadInput where the fault cannot show in this config
+    // machine loop (machine.cpp)
+    uint32_t kernel_epoch(uint32_t launcher_epoch, uint32_t first_epoch) const;  // epoch_by_value
+    bool uses_slice_before_poll(const Plan& plan, int cta, const Instr& in) const;  // x_before_flag
+    bool skips_waits(const Instr& in) const;             // kda_skips_proj_wait
+    // attn bodies (roles/attn.cpp)
+    void gate_partials(int cta, int row, int src, std::vector<MailboxRef>& used) const;  // partial_counted_twice
+    uint32_t wgt_tag(int cta, int row, uint32_t epoch) const;                          // stale_epoch_tag
+    int x_store_first(int cta, int d0) const;            // x_store_off_by_one: the slice's first column stored
+    bool stores_xrdy(int cta) const;                     // missing_xrdy
+    bool xrdy_release(int cta) const;                    // flag_before_data
+    // kda bodies (roles/kda.cpp)
+    int accepted(int r, int a, int L) const;             // wrong_accepted_window: the num_accepted a task uses
+    int g1_share(int r, int h, int ch, int share) const; // g1_share_short: columns of g1 a chunk stores
+};
 
 }  // namespace monokda::emu

@@ -7,6 +7,9 @@
 // carries the CTA's vector clock; a poll that accepts it joins that clock. A data read is checked
 // against the happens-before order (it must follow the store it reads through a release/acquire
 // chain) and against the step it was stored in (epochs), whatever value it happens to see.
+//
+// This header is the machine's interface; machine_impl.hpp lists the files that implement it, one
+// a concern (memory model, machine loop, role bodies, diagnosis, fault hooks).
 #pragma once
 #include <cstdint>
 #include <string>
