@@ -5,6 +5,8 @@
 # back to the carried libgomp, records the card's state, then runs `monokda bench ARGS...`, its
 # output appended to OUTDIR/LOGNAME (one log for several runs: few files come back).
 # Usage: bench/h200-run.sh OUTDIR LOGNAME bench-args...
+# A sweep (`--commit SHA -o OUTDIR/perf-h200.json`, log perf-h200-run.log) is recorded under the stable
+# names docs/results/perf-h200.{md,json,svg}, -detail.json, -run.log (docs/results/INDEX.md, "Adding a record").
 set -uo pipefail
 out=$1 log=$2
 shift 2
