@@ -98,6 +98,13 @@ int cmd_bench(const Args& args) {
     (void)nb; (void)reps; (void)sets; (void)bands; (void)attn_parts; (void)place; (void)pace_ns; (void)g2;
     bad_input("this monokda was built without CUDA; configure with -DMONOKDA_CUDA=ON to run the GPU benchmark");
 #else
+    if (!out.empty()) {  // before any GPU time: the outputs and the siblings written beside -o
+        std::vector<NamedPath> outs = {{"-o", out}};
+        if (!vm.count("check"))
+            for (const char* sib : {"-detail.json", ".md", ".svg"})
+                outs.push_back({std::string("-o's ") + sib, bench::json_sibling(out, sib)});
+        check_outputs(outs);
+    }
     if (vm.count("check")) {
         std::vector<bench::CheckCase> cases = bench::default_check_cases();
         if (!shape_list.empty()) {
@@ -141,10 +148,12 @@ int cmd_bench(const Args& args) {
     const bench::PerfRun run = bench::run_gpu_bench(o, std::cout);
     const std::string md = bench::perf_markdown(run);
     if (!out.empty()) {
-        write_file_atomic(out, bench::perf_json(run).dump(2) + "\n");
-        write_file_atomic(bench::json_sibling(out, "-detail.json"), bench::perf_detail_json(run).dump(2) + "\n");
-        write_file_atomic(bench::json_sibling(out, ".md"), md);
-        write_file_atomic(bench::json_sibling(out, ".svg"), bench::perf_svg(run));
+        OutputSet set;
+        set.add(out, bench::perf_json(run).dump(2) + "\n");
+        set.add(bench::json_sibling(out, "-detail.json"), bench::perf_detail_json(run).dump(2) + "\n");
+        set.add(bench::json_sibling(out, ".md"), md);
+        set.add(bench::json_sibling(out, ".svg"), bench::perf_svg(run));
+        set.commit();
         std::cout << "wrote " << out << " and its -detail.json, .md, .svg\n";
     }
     std::cout << "\n" << md;

@@ -21,6 +21,8 @@ int cmd_compare(const Args& args) {
     pos.add("a", 1).add("b", 1);
     po::variables_map vm;
     if (!parse_args(args, "monokda compare A B [--exact names] [--max-ulp N] [--rel-l2 X]", opts, pos, vm)) return 0;
+    if (vm.count("max-ulp")) require_range("--max-ulp", max_ulp, 0);
+    if (vm.count("rel-l2")) require_finite_min("--rel-l2", rel_l2, 0);
     TensorFile fa = read_safetensors(a), fb = read_safetensors(b);
     std::set<std::string> must_match;
     for (const std::string& n : comma_list(exact))

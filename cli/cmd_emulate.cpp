@@ -4,6 +4,7 @@
 #include <map>
 
 #include "cli/options.hpp"
+#include "core/input_file.hpp"
 #include "emulator/emulate.hpp"
 #include "emulator/timeline.hpp"
 
@@ -64,6 +65,10 @@ int cmd_emulate(const Args& args) {
         for (const auto& f : fault_list()) std::cout << f.name << std::string(24 - std::string(f.name).size(), ' ') << f.what << "\n";
         return 0;
     }
+    // every output path checked before any work; the outputs are written at the end, as one set
+    check_outputs({{"-o", out}, {"--timeline", timeline}, {"--envelope-out", env_out}},
+                  {{"FIXTURE", fixture}, {"--envelope-in", env_in}});
+    if (!env_in.empty()) InputFile probe(env_in);  // a missing file or a folder: refused now, not after the fixture
     EmulateOptions o;
     if (!fixture.empty()) {
         for (const char* k : {"config", "R", "L", "nb", "fixture-seed"})
@@ -120,7 +125,7 @@ int cmd_emulate(const Args& args) {
             verdicts[size_t(i)] = r.verdict;
             if (r.verdict != Verdict::PASS) reports[size_t(i)] = std::move(r.report);
         }
-        if (!env_out.empty() && prep.envelope) write_envelope(env_out, *prep.envelope);  // after the runs: bad input writes nothing
+        if (!env_out.empty() && prep.envelope) write_file_atomic(env_out, envelope_text(*prep.envelope));  // after the runs
         std::map<std::string, int> count;
         for (int i = 0; i < sweep; ++i) {
             count[to_string(verdicts[size_t(i)])]++;
@@ -140,13 +145,15 @@ int cmd_emulate(const Args& args) {
 
     EmulateResult r = emulate(prep, o);
     std::cout << r.report;
+    OutputSet set;
+    std::vector<std::string> wrote;
     if (!env_out.empty() && prep.envelope) {
-        write_envelope(env_out, *prep.envelope);
-        std::cout << "wrote " << env_out << "\n";
+        set.add(env_out, envelope_text(*prep.envelope));
+        wrote.push_back(env_out);
     }
     if (!timeline.empty()) {
-        write_timeline(timeline, r.plan, r.run, "monokda emulate " + r.token + " : " + to_string(r.verdict));
-        std::cout << "wrote " << timeline << "\n";
+        set.add(timeline, timeline_svg(r.plan, r.run, "monokda emulate " + r.token + " : " + to_string(r.verdict)));
+        wrote.push_back(timeline);
     }
     if (!out.empty()) {
         if (r.run.outputs.empty()) {
@@ -156,10 +163,12 @@ int cmd_emulate(const Args& args) {
             f.metadata["emulate_verdict"] = to_string(r.verdict);
             f.metadata["emulate_token"] = r.token;
             f.metadata["emulate_plan_order"] = r.plan.reduction_order().str();
-            write_safetensors(out, f);
-            std::cout << "wrote " << out << "\n";
+            set.add(out, serialize_safetensors(f));
+            wrote.push_back(out);
         }
     }
+    set.commit();
+    for (const std::string& w : wrote) std::cout << "wrote " << w << "\n";
     return r.verdict == Verdict::PASS ? 0 : 1;
 }
 

@@ -33,6 +33,7 @@ int cmd_fixture(const Args& args) {
                           "[--layout sd|ds] [--null-requests K] [--seed 1] "
                           "[--from-hf DIR --layer I --tp-rank R --tp-size T] -o FILE", opts, pos, vm))
         return 0;
+    check_outputs({{"-o", out}});
     const bool from_hf = vm.count("from-hf") > 0;
     for (const char* o : {"layer", "tp-rank", "tp-size"})
         if (!from_hf && !vm[o].defaulted()) bad_input(std::string("--") + o + " needs --from-hf");

@@ -105,8 +105,10 @@ int cmd_fuzz(const Args& args) {
     fo.iters = vm.count("iters") ? iters : (vm.count("time") ? 0 : 1000);
     fo.seconds = seconds;
     if (vm.count("iters")) require_range("--iters", iters, 1);
-    if (vm.count("time") && !(seconds > 0)) bad_input("--time must be positive");
-    require_range("--jobs", jobs, 0);
+    if (vm.count("time") && !(seconds > 0 && std::isfinite(seconds))) bad_input("--time must be a positive number of seconds");
+    require_range("--jobs", jobs, 0, fuzz::kMaxJobs);
+    require_finite_min("--shrink-time", shrink_seconds, 0);
+    check_output_dir("--out", out_dir);
     fo.seed = seed;
     fo.jobs = jobs;
     if (per_case != "all") {

@@ -29,6 +29,7 @@ int cmd_gpu(const Args& args) {
                     opts, pos, vm))
         return 0;
     require_range("--repeat", repeat, 1);
+    check_outputs({{"-o", out}}, {{"FIXTURE", fixture}});
     const Placement place = parse_placement(placement);
     const int g2 = parse_g2_last(g2_last);
     const gpu::DeviceInfo dev = gpu::probe();

@@ -21,6 +21,7 @@ int cmd_reference(const Args& args) {
     if (!parse_args(args, "monokda reference FIXTURE -o OUT [--f64] [--order sequential|pairwise|split:P|shuffle:SEED]",
                     opts, pos, vm))
         return 0;
+    check_outputs({{"-o", out}}, {{"FIXTURE", fixture}});
     ReductionOrder ord = ReductionOrder::parse(order);
     const TensorFile input = read_safetensors(fixture);
     StepInputs in = StepInputs::from_file(input);

@@ -1,5 +1,6 @@
 #include "core/config.hpp"
 
+#include <cctype>
 #include <cerrno>
 #include <climits>
 #include <cmath>
@@ -73,12 +74,18 @@ static const std::string& md_get(const std::map<std::string, std::string>& md, c
     return it->second;
 }
 
+// A number as a writer spells it: strtoll/strtod also take leading blanks and a '+', which no
+// writer emits, so " 256" or "+256" is refused rather than read as 256.
+static bool plain_number_start(const std::string& s) {
+    return !s.empty() && (std::isdigit(static_cast<unsigned char>(s[0])) || s[0] == '-' || s[0] == '.');
+}
+
 static long long md_int(const std::map<std::string, std::string>& md, const std::string& key) {
     const std::string& s = md_get(md, key);
     errno = 0;
     char* end = nullptr;
     long long v = std::strtoll(s.c_str(), &end, 10);
-    if (s.empty() || *end != '\0' || errno == ERANGE || v < INT_MIN || v > INT_MAX)
+    if (!plain_number_start(s) || *end != '\0' || errno == ERANGE || v < INT_MIN || v > INT_MAX)
         bad_input("fixture metadata: '" + key + "' is not an integer (got '" + s + "')");
     return v;
 }
@@ -88,7 +95,7 @@ static double md_double(const std::map<std::string, std::string>& md, const std:
     errno = 0;
     char* end = nullptr;
     double v = std::strtod(s.c_str(), &end);
-    if (s.empty() || *end != '\0' || errno == ERANGE)
+    if (!plain_number_start(s) || *end != '\0' || errno == ERANGE)
         bad_input("fixture metadata: '" + key + "' is not a number (got '" + s + "')");
     return v;
 }

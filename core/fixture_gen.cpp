@@ -10,11 +10,11 @@
 namespace monokda {
 
 StepInputs make_fixture(Config cfg, const FixtureOptions& opt) {
-    if (opt.null_requests < 0 || opt.null_requests > cfg.R)
-        bad_input("null requests must be in 0..R (got " + std::to_string(opt.null_requests) + ")");
     if (opt.extra_slots < 0) bad_input("extra slots must be >= 0");
     cfg.slots = cfg.S() + 1 + opt.extra_slots;
-    cfg.validate();
+    cfg.validate();  // first: a bad R is named as R, not as a count measured against it
+    if (opt.null_requests < 0 || opt.null_requests > cfg.R)
+        bad_input("null requests must be in 0..R (got " + std::to_string(opt.null_requests) + ")");
     StepInputs in;
     in.cfg = cfg;
     const Config& c = in.cfg;

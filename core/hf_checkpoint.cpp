@@ -8,6 +8,7 @@
 #include <set>
 
 #include "core/error.hpp"
+#include "core/input_file.hpp"
 #include "core/safetensors.hpp"
 
 namespace monokda {
@@ -66,11 +67,10 @@ private:
     }
 
     void read_index(const std::string& index) {
-        std::ifstream in(index);
-        if (!in) bad_input("cannot open '" + index + "'");
+        const std::string text = read_text_file(index, uint64_t(1) << 30, "checkpoint index");
         json j;
         try {
-            j = json::parse(in);
+            j = json::parse(text);
         } catch (const json::exception& e) {
             bad_input(index + ": not valid JSON: " + e.what());
         }

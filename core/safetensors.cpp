@@ -3,13 +3,14 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "core/atomic_write.hpp"
 #include "core/bf16.hpp"
 #include "core/error.hpp"
+#include "core/input_file.hpp"
 
 namespace monokda {
 
@@ -104,68 +105,219 @@ static uint64_t format_dtype_size(const std::string& s) {
 int64_t TensorEntry::numel() const { return monokda::numel(shape); }
 std::string TensorEntry::shape_str() const { return monokda::shape_str(shape); }
 
-// The checks every reader shares. strict: only the dtypes of DType are accepted (a fixture);
-// otherwise any dtype is indexed and its byte count checked where its element size is known.
-static SafetensorsHeader parse_header(const uint8_t* h, uint64_t hlen, uint64_t data_size, bool strict,
-                                      const std::string& what) {
-    auto fail = [&](const std::string& m) { bad_input(what + ": " + m); };
-    json header;
-    try {
-        header = json::parse(h, h + hlen);
-    } catch (const json::exception& e) {
+// Bounds that keep a header's memory a small multiple of its bytes: the header is read as a stream
+// of JSON events (no document tree is built), nesting deeper than the format's three levels
+// ({name: {field: [dims]}}) is refused at the first bracket too many, and the entry counts are capped.
+static constexpr int kMaxDepth = 3;
+static constexpr size_t kMaxTensors = size_t(1) << 20, kMaxMetadata = size_t(1) << 16, kMaxEntryKeys = 64,
+                        kMaxDims = 64;
+
+namespace {
+
+// The header's JSON events into a SafetensorsHeader, checked as they arrive. strict: only the dtypes
+// of DType are accepted (a fixture); otherwise any dtype is indexed and its byte count checked where
+// its element size is known. Every refusal is BadInput naming the problem; a duplicate key anywhere
+// (a second copy of a tensor, of a metadata key, of an entry's field) is refused naming the key.
+class HeaderReader final : public json::json_sax_t {
+public:
+    HeaderReader(uint64_t data_size, bool strict, const std::string& what)
+        : data_size_(data_size), strict_(strict), what_(what) {}
+    SafetensorsHeader out;
+    std::vector<std::pair<uint64_t, uint64_t>> ranges;
+
+    [[noreturn]] void fail(const std::string& m) const { bad_input(what_ + ": " + m); }
+
+    bool null() override { return scalar("null"); }
+    bool boolean(bool) override { return scalar("a boolean"); }
+    bool number_integer(number_integer_t) override { return number(false); }
+    bool number_unsigned(number_unsigned_t v) override { return number(true, v); }
+    bool number_float(number_float_t, const string_t&) override { return number(false); }
+    bool binary(binary_t&) override { return scalar("binary"); }
+    bool string(string_t& v) override {
+        if (in_ == In::metadata) {
+            if (out.metadata.size() >= kMaxMetadata) fail("__metadata__ has more than " + std::to_string(kMaxMetadata) + " keys");
+            out.metadata.emplace(key_, std::move(v));
+            return true;
+        }
+        if (in_ == In::entry && key_ == "dtype") {
+            cur_.dtype = std::move(v);
+            has_dtype_ = true;
+            return true;
+        }
+        return scalar("a string");
+    }
+
+    bool start_object(std::size_t) override { return open(true); }
+    bool start_array(std::size_t) override { return open(false); }
+    bool key(string_t& k) override {
+        if (in_ == In::top) {
+            if (k == "__metadata__" ? seen_metadata_ : out.tensors.count(k) != 0)
+                fail("duplicate key '" + k + "' in the header");
+            name_ = k;
+        } else if (in_ == In::metadata) {
+            if (out.metadata.count(k)) fail("duplicate key '" + k + "' in __metadata__");
+        } else if (in_ == In::entry) {
+            if (!entry_keys_.insert(k).second) fail("duplicate key '" + k + "' in tensor '" + name_ + "'");
+            if (entry_keys_.size() > kMaxEntryKeys)
+                fail("tensor '" + name_ + "' has more than " + std::to_string(kMaxEntryKeys) + " keys");
+        }
+        key_ = std::move(k);
+        return true;
+    }
+    bool end_object() override { return close(); }
+    bool end_array() override { return close(); }
+
+    bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override {
         fail(std::string("header is not valid JSON: ") + e.what());
     }
-    if (!header.is_object()) fail("header is not a JSON object");
-    SafetensorsHeader out;
-    out.data_start = 8 + hlen;
-    std::vector<std::pair<uint64_t, uint64_t>> ranges;
-    for (auto it = header.begin(); it != header.end(); ++it) {
-        const std::string& name = it.key();
-        const json& v = it.value();
-        if (name == "__metadata__") {
-            if (!v.is_object()) fail("__metadata__ is not an object");
-            for (auto m = v.begin(); m != v.end(); ++m) {
-                if (!m.value().is_string()) fail("__metadata__ value of '" + m.key() + "' is not a string");
-                out.metadata[m.key()] = m.value().get<std::string>();
-            }
-            continue;
+
+private:
+    enum class In { start, top, metadata, entry, shape, offsets, other, done };
+
+    // A container opens: where it may, the state moves in; anything else is refused by the rule of
+    // the place it stands in.
+    bool open(bool object) {
+        if (depth_ >= kMaxDepth) fail("header nests deeper than a safetensors header does (" + std::to_string(kMaxDepth) + " levels)");
+        ++depth_;
+        stack_.push_back(in_);
+        switch (in_) {
+            case In::start:
+                if (!object) fail("header is not a JSON object");
+                in_ = In::top;
+                return true;
+            case In::top:
+                if (name_ == "__metadata__") {
+                    if (!object) fail("__metadata__ is not an object");
+                    seen_metadata_ = true;
+                    in_ = In::metadata;
+                    return true;
+                }
+                if (!object) fail("entry '" + name_ + "' is not an object");
+                if (out.tensors.size() >= kMaxTensors) fail("header has more than " + std::to_string(kMaxTensors) + " tensors");
+                cur_ = TensorEntry{};
+                numel_ = 1;
+                has_dtype_ = false;
+                entry_keys_.clear();
+                offsets_.clear();
+                in_ = In::entry;
+                return true;
+            case In::metadata: fail("__metadata__ value of '" + key_ + "' is not a string");
+            case In::entry:
+                if (key_ == "dtype") fail("tensor '" + name_ + "' has no dtype string");
+                if (key_ == "shape") {
+                    if (object) fail("tensor '" + name_ + "' has no shape array");
+                    in_ = In::shape;
+                } else if (key_ == "data_offsets") {
+                    if (object) fail("tensor '" + name_ + "' has no [begin, end] data_offsets");
+                    in_ = In::offsets;
+                } else {
+                    in_ = In::other;  // a field this format does not define: skipped
+                }
+                return true;
+            case In::shape: fail("tensor '" + name_ + "' has a non-integer or negative dimension");
+            case In::offsets: fail("tensor '" + name_ + "' data_offsets are not non-negative integers");
+            case In::other: in_ = In::other; return true;
+            case In::done: break;
         }
-        if (!v.is_object()) fail("entry '" + name + "' is not an object");
-        if (!v.contains("dtype") || !v["dtype"].is_string()) fail("tensor '" + name + "' has no dtype string");
-        if (!v.contains("shape") || !v["shape"].is_array()) fail("tensor '" + name + "' has no shape array");
-        if (!v.contains("data_offsets") || !v["data_offsets"].is_array() || v["data_offsets"].size() != 2)
-            fail("tensor '" + name + "' has no [begin, end] data_offsets");
-        TensorEntry t;
-        t.dtype = v["dtype"].get<std::string>();
-        DType dt;
-        if (strict && !parse_dtype(t.dtype, dt)) fail("tensor '" + name + "' has unsupported dtype '" + t.dtype + "'");
-        uint64_t numel = 1;
-        for (const json& d : v["shape"]) {
-            if (!d.is_number_unsigned()) fail("tensor '" + name + "' has a non-integer or negative dimension");
-            uint64_t n = d.get<uint64_t>();
-            if (n > (uint64_t(1) << 40) || (n && numel > (uint64_t(1) << 40) / n))
-                fail("tensor '" + name + "' shape is absurdly large");
-            numel *= n;
-            t.shape.push_back(int64_t(n));
-        }
-        for (const json& o : v["data_offsets"])
-            if (!o.is_number_unsigned()) fail("tensor '" + name + "' data_offsets are not non-negative integers");
-        t.begin = v["data_offsets"][0].get<uint64_t>();
-        t.end = v["data_offsets"][1].get<uint64_t>();
-        if (t.begin > t.end || t.end > data_size)
-            fail("tensor '" + name + "' data_offsets [" + std::to_string(t.begin) + ", " + std::to_string(t.end) +
-                 "] lie outside the " + std::to_string(data_size) + "-byte data section (truncated file?)");
-        const uint64_t es = format_dtype_size(t.dtype);
-        if (es && t.end - t.begin != numel * es)
-            fail("tensor '" + name + "' holds " + std::to_string(t.end - t.begin) + " bytes but " + t.dtype +
-                 t.shape_str() + " needs " + std::to_string(numel * es));
-        if (t.end > t.begin) ranges.push_back({t.begin, t.end});  // an empty tensor overlaps nothing
-        out.tensors.emplace(name, std::move(t));
+        fail("header is not a JSON object");
     }
-    std::sort(ranges.begin(), ranges.end());
-    for (size_t i = 1; i < ranges.size(); ++i)
-        if (ranges[i].first < ranges[i - 1].second) fail("tensor data ranges overlap");
-    return out;
+
+    bool close() {
+        const In was = in_;
+        in_ = stack_.back();
+        stack_.pop_back();
+        --depth_;
+        if (was == In::entry) finish_entry();
+        if (was == In::offsets && offsets_.size() != 2) fail("tensor '" + name_ + "' has no [begin, end] data_offsets");
+        if (was == In::top) in_ = In::done;
+        return true;
+    }
+
+    // A scalar value: where the format wants one, it is taken; elsewhere, refused.
+    bool scalar(const char* kind) {
+        switch (in_) {
+            case In::start: fail("header is not a JSON object");
+            case In::top:
+                if (name_ == "__metadata__") fail("__metadata__ is not an object");
+                fail("entry '" + name_ + "' is not an object");
+            case In::metadata: fail("__metadata__ value of '" + key_ + "' is not a string");
+            case In::entry:
+                if (key_ == "dtype") fail("tensor '" + name_ + "' has no dtype string");
+                if (key_ == "shape") fail("tensor '" + name_ + "' has no shape array");
+                if (key_ == "data_offsets") fail("tensor '" + name_ + "' has no [begin, end] data_offsets");
+                return true;
+            case In::shape: fail("tensor '" + name_ + "' has a non-integer or negative dimension");
+            case In::offsets: fail("tensor '" + name_ + "' data_offsets are not non-negative integers");
+            case In::other: return true;
+            case In::done: break;
+        }
+        fail(std::string("unexpected ") + kind + " in the header");
+    }
+
+    bool number(bool is_unsigned, uint64_t n = 0) {
+        if (in_ == In::shape) {
+            if (!is_unsigned) fail("tensor '" + name_ + "' has a non-integer or negative dimension");
+            if (cur_.shape.size() >= kMaxDims) fail("tensor '" + name_ + "' has more than " + std::to_string(kMaxDims) + " dimensions");
+            if (n > (uint64_t(1) << 40) || (n && numel_ > (uint64_t(1) << 40) / n))
+                fail("tensor '" + name_ + "' shape is absurdly large");
+            numel_ *= n;
+            cur_.shape.push_back(int64_t(n));
+            return true;
+        }
+        if (in_ == In::offsets) {
+            if (!is_unsigned) fail("tensor '" + name_ + "' data_offsets are not non-negative integers");
+            if (offsets_.size() >= 2) fail("tensor '" + name_ + "' has no [begin, end] data_offsets");
+            offsets_.push_back(n);
+            return true;
+        }
+        return scalar("a number");
+    }
+
+    void finish_entry() {
+        const std::string& name = name_;
+        if (!has_dtype_) fail("tensor '" + name + "' has no dtype string");
+        if (!entry_keys_.count("shape")) fail("tensor '" + name + "' has no shape array");
+        if (offsets_.size() != 2) fail("tensor '" + name + "' has no [begin, end] data_offsets");
+        DType dt;
+        if (strict_ && !parse_dtype(cur_.dtype, dt)) fail("tensor '" + name + "' has unsupported dtype '" + cur_.dtype + "'");
+        cur_.begin = offsets_[0];
+        cur_.end = offsets_[1];
+        if (cur_.begin > cur_.end || cur_.end > data_size_)
+            fail("tensor '" + name + "' data_offsets [" + std::to_string(cur_.begin) + ", " + std::to_string(cur_.end) +
+                 "] lie outside the " + std::to_string(data_size_) + "-byte data section (truncated file?)");
+        const uint64_t es = format_dtype_size(cur_.dtype);
+        if (es && cur_.end - cur_.begin != numel_ * es)
+            fail("tensor '" + name + "' holds " + std::to_string(cur_.end - cur_.begin) + " bytes but " + cur_.dtype +
+                 cur_.shape_str() + " needs " + std::to_string(numel_ * es));
+        if (cur_.end > cur_.begin) ranges.push_back({cur_.begin, cur_.end});  // an empty tensor overlaps nothing
+        out.tensors.emplace(name, std::move(cur_));
+    }
+
+    const uint64_t data_size_;
+    const bool strict_;
+    const std::string& what_;
+    In in_ = In::start;
+    int depth_ = 0;
+    std::vector<In> stack_;
+    std::string name_, key_;  // the current top-level name, and the latest key
+    bool seen_metadata_ = false, has_dtype_ = false;
+    TensorEntry cur_;
+    uint64_t numel_ = 1;
+    std::set<std::string> entry_keys_;
+    std::vector<uint64_t> offsets_;
+};
+
+}  // namespace
+
+static SafetensorsHeader parse_header(const uint8_t* h, uint64_t hlen, uint64_t data_size, bool strict,
+                                      const std::string& what) {
+    HeaderReader reader(data_size, strict, what);
+    json::sax_parse(h, h + hlen, &reader);
+    std::sort(reader.ranges.begin(), reader.ranges.end());
+    for (size_t i = 1; i < reader.ranges.size(); ++i)
+        if (reader.ranges[i].first < reader.ranges[i - 1].second) reader.fail("tensor data ranges overlap");
+    reader.out.data_start = 8 + hlen;
+    return std::move(reader.out);
 }
 
 static uint64_t header_length(const uint8_t* first8, uint64_t size, const std::string& what) {
@@ -196,34 +348,20 @@ TensorFile parse_safetensors(const uint8_t* data, size_t size, const std::string
     return out;
 }
 
-// Opens path for reading and returns its size (BadInput when it cannot be opened or sized).
-static std::streamoff open_sized(const std::string& path, std::ifstream& in) {
-    in.open(path, std::ios::binary);
-    if (!in) bad_input("cannot open '" + path + "'");
-    in.seekg(0, std::ios::end);
-    std::streamoff n = in.tellg();
-    if (n < 0) bad_input("cannot read '" + path + "'");
-    in.seekg(0);
-    return n;
-}
-
 TensorFile read_safetensors(const std::string& path) {
-    std::ifstream in;
-    const std::streamoff n = open_sized(path, in);
-    std::vector<uint8_t> data(static_cast<size_t>(n));
-    if (n && !in.read(reinterpret_cast<char*>(data.data()), n)) bad_input("cannot read '" + path + "'");
+    const InputFile in(path);  // a regular file, refused before its size is allocated otherwise
+    const std::vector<uint8_t> data = in.read_all(UINT64_MAX);
     return parse_safetensors(data.data(), data.size(), path);
 }
 
 SafetensorsHeader read_safetensors_header(const std::string& path) {
-    std::ifstream in;
-    const std::streamoff n = open_sized(path, in);
+    const InputFile in(path);
     uint8_t first8[8] = {};
-    in.read(reinterpret_cast<char*>(first8), std::min<std::streamoff>(n, 8));
-    const uint64_t hlen = header_length(first8, uint64_t(n), path);
+    in.read_at(0, first8, size_t(std::min<uint64_t>(in.size(), 8)));
+    const uint64_t hlen = header_length(first8, in.size(), path);
     std::vector<uint8_t> h(static_cast<size_t>(hlen));
-    if (hlen && !in.read(reinterpret_cast<char*>(h.data()), std::streamsize(hlen))) bad_input("cannot read '" + path + "'");
-    return parse_header(h.data(), hlen, uint64_t(n) - 8 - hlen, false, path);
+    if (hlen) in.read_at(8, h.data(), h.size());
+    return parse_header(h.data(), hlen, in.size() - 8 - hlen, false, path);
 }
 
 Tensor read_safetensors_tensor(const std::string& path, const SafetensorsHeader& h, const std::string& name,
@@ -241,12 +379,11 @@ Tensor read_safetensors_tensor(const std::string& path, const SafetensorsHeader&
                   "' " + e.shape_str() + " are out of range");
     const uint64_t row_bytes = dim0 ? (e.end - e.begin) / uint64_t(dim0) : 0;
     if (!e.shape.empty()) t.shape[0] = rows;
-    t.bytes.resize(size_t(row_bytes * uint64_t(rows)));
-    std::ifstream in(path, std::ios::binary);
-    if (!in) bad_input("cannot open '" + path + "'");
-    in.seekg(std::streamoff(h.data_start + e.begin + row_bytes * uint64_t(row0)));
-    if (!t.bytes.empty() && !in.read(reinterpret_cast<char*>(t.bytes.data()), std::streamsize(t.bytes.size())))
-        bad_input("cannot read tensor '" + name + "' from '" + path + "' (file changed or truncated?)");
+    const InputFile in(path);
+    const uint64_t off = h.data_start + e.begin + row_bytes * uint64_t(row0), n = row_bytes * uint64_t(rows);
+    if (off + n > in.size()) bad_input("cannot read tensor '" + name + "' from '" + path + "' (file changed or truncated?)");
+    t.bytes.resize(size_t(n));
+    if (n) in.read_at(off, t.bytes.data(), t.bytes.size());
     return t;
 }
 

@@ -64,7 +64,7 @@ Tensor read_safetensors_tensor(const std::string& path, const SafetensorsHeader&
 TensorFile parse_safetensors(const uint8_t* data, size_t size, const std::string& what = "input");
 TensorFile read_safetensors(const std::string& path);
 std::vector<uint8_t> serialize_safetensors(const TensorFile& f);
-// Writes to PATH.tmp then renames, so a failed run leaves no partial file.
+// Through write_file_atomic (core/atomic_write.hpp): a failed run leaves no partial file.
 void write_safetensors(const std::string& path, const TensorFile& f);
 
 }  // namespace monokda

@@ -10,6 +10,7 @@
 
 #include "core/atomic_write.hpp"
 #include "core/error.hpp"
+#include "core/input_file.hpp"
 #include "emulator/builtin_envelopes.hpp"  // generated from emulator/envelopes/*.json
 #include "reference/reference.hpp"
 
@@ -215,7 +216,7 @@ static json diff_json(const TensorDiff& d) {
             {"max_abs", d.max_abs}, {"cosine", d.cosine}, {"max_ulp", d.max_ulp}};
 }
 
-void write_envelope(const std::string& path, const Envelope& env) {
+std::string envelope_text(const Envelope& env) {
     json j;
     j["format"] = "monokda-envelope";
     j["format_version"] = env.format_version;
@@ -249,8 +250,10 @@ void write_envelope(const std::string& path, const Envelope& env) {
         j["plan_order_distance"] = d;
     }
     if (!env.widening.empty()) j["widening"] = env.widening;
-    write_file_atomic(path, j.dump(1) + "\n");
+    return j.dump(1) + "\n";
 }
+
+void write_envelope(const std::string& path, const Envelope& env) { write_file_atomic(path, envelope_text(env)); }
 
 static TensorDiff diff_from_json(const json& d, const std::string& name) {
     TensorDiff t;
@@ -302,10 +305,7 @@ Envelope parse_envelope(const std::string& text, const std::string& what) {
 }
 
 Envelope read_envelope(const std::string& path) {
-    std::ifstream f(path);
-    if (!f) bad_input("cannot read envelope '" + path + "'");
-    std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-    return parse_envelope(text, "envelope '" + path + "'");
+    return parse_envelope(read_text_file(path, uint64_t(1) << 26, "envelope"), "envelope '" + path + "'");
 }
 
 const Envelope* builtin_envelope(const std::string& key) {

@@ -94,6 +94,7 @@ std::vector<EnvelopeCheck> check_distances(const Envelope& env, const std::vecto
 std::vector<TensorDiff> envelope_distances(const Envelope& env, const TensorFile& candidate, const TensorFile& oracle);
 std::string format_envelope_checks(const std::vector<EnvelopeCheck>& checks, const Envelope& env);
 
+std::string envelope_text(const Envelope& env);                      // the file's JSON
 void write_envelope(const std::string& path, const Envelope& env);  // atomic (temp file + rename)
 Envelope read_envelope(const std::string& path);                     // BadInput on a malformed file
 Envelope parse_envelope(const std::string& json, const std::string& what);  // `what` names it in errors

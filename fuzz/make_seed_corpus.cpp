@@ -77,6 +77,21 @@ int main(int argc, char** argv) {
     }
     bad("truncated-data", Bytes(good.begin(), good.end() - 40));
     {
+        // header lengths at the file's end: the header runs into the data (not JSON), one byte past
+        // the end, and a header that ends the file exactly (no data section left for the tensors)
+        auto with_length = [&](uint64_t hl) {
+            Bytes b = good;
+            for (int i = 0; i < 8; ++i) b[size_t(i)] = uint8_t(hl >> (8 * i));
+            return b;
+        };
+        bad("length-to-end", with_length(good.size() - 8));
+        bad("length-one-past-end", with_length(good.size() - 7));
+        uint64_t hl = 0;
+        for (int i = 7; i >= 0; --i) hl = (hl << 8) | good[size_t(i)];
+        bad("length-at-end", Bytes(good.begin(), good.begin() + 8 + long(hl)));
+        bad("length-at-end-less-one", Bytes(good.begin(), good.begin() + 8 + long(hl) + 1));
+    }
+    {
         Bytes b = good;
         b[8] = '[';
         bad("header-not-json", b);
@@ -93,6 +108,23 @@ int main(int argc, char** argv) {
     bad("offsets-overlap", header_and_data(good, [](json& h) { h["A_log"]["data_offsets"] = h["conv_w"]["data_offsets"]; h["A_log"]["shape"] = h["conv_w"]["shape"]; }));
     bad("bytes-mismatch", header_and_data(good, [](json& h) { h["dt_bias"]["shape"] = {3}; }));
     bad("metadata-number", header_and_data(good, [](json& h) { h["__metadata__"]["D"] = 8; }));
+    {
+        // duplicate keys: nlohmann's writer cannot emit them, so they are spliced into the header text
+        auto spliced = [&](const std::string& find, const std::string& insert) {
+            uint64_t hl = 0;
+            for (int i = 7; i >= 0; --i) hl = (hl << 8) | good[size_t(i)];
+            std::string h(good.begin() + 8, good.begin() + 8 + long(hl));
+            h.insert(h.find(find), insert);
+            Bytes out(8);
+            for (int i = 0; i < 8; ++i) out[size_t(i)] = uint8_t(uint64_t(h.size()) >> (8 * i));
+            out.insert(out.end(), h.begin(), h.end());
+            out.insert(out.end(), good.begin() + 8 + long(hl), good.end());
+            return out;
+        };
+        bad("duplicate-tensor", spliced("\"A_log\"", "\"A_log\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[0,0]},"));
+        bad("duplicate-md-D", spliced("\"D\":", "\"D\":\"16\","));
+        bad("deep-nesting", spliced("\"A_log\"", "\"x\":{\"y\":[[[[0]]]]},"));
+    }
 
     // the config
     auto md = [&](const std::string& name, const std::string& key, const std::string& value) {
@@ -104,6 +136,8 @@ int main(int argc, char** argv) {
     md("md-missing-D", "D", "");
     md("md-D-not-int", "D", "8x");
     md("md-D-overflow", "D", "99999999999999999999");
+    md("md-D-blank", "D", " 8");
+    md("md-D-plus", "D", "+8");
     md("md-V-ne-K", "V", "5");
     md("md-N-too-small", "N", "18");
     md("md-nb-9", "nb", "9");

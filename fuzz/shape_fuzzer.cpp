@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <mutex>
+#include <system_error>
 #include <ostream>
 #include <thread>
 #include <vector>
@@ -39,7 +40,7 @@ std::string file_safe(const std::string& s) {
 struct Shared {
     std::atomic<long> next{0}, cases{0}, rejected{0};
     std::atomic<bool> stop{false};
-    std::mutex mu;
+    std::mutex mu, log_mu;  // mu: the fields below; log_mu: lines written to the log
     std::string current;  // shape of the latest case, for the progress line
     std::map<std::string, std::array<long, 3>> verdicts;
     std::map<std::string, double> seconds;
@@ -47,23 +48,49 @@ struct Shared {
     std::map<std::string, FuzzFailure> first_failure;  // by check
 };
 
-// Keeps the lowest-index failure of each check; stops the run unless keep_going.
-void record_failure(Shared& sh, const FuzzOptions& opt, long i, uint64_t cs, const CaseShape& shape, const Verdict& v) {
-    ++sh.failed;
-    std::lock_guard<std::mutex> lock(sh.mu);
-    auto it = sh.first_failure.find(v.check);
-    if (it == sh.first_failure.end() || it->second.case_index > i) {
-        FuzzFailure f;
-        f.case_index = i;
-        f.case_seed = cs;
-        f.shape = shape;
-        f.verdict = v;
-        sh.first_failure[v.check] = f;
-    }
-    if (!opt.keep_going) sh.stop = true;
+// Where a failure's fixtures go: OUT/TARGET-CHECK-caseI(-original).safetensors
+std::string failure_stem(const props::Target& target, const FuzzOptions& opt, const std::string& check, long index) {
+    return opt.out_dir + "/" + file_safe(target.name) + "-" + check + "-case" + std::to_string(index);
 }
 
-void worker(const props::Target& target, const FuzzOptions& opt, const Config& preset, Clock::time_point t0, Shared& sh) {
+std::string replay_line(const FuzzOptions& opt, const std::string& fixture, const std::string& check, uint64_t seed) {
+    return "monokda fuzz " + opt.target_args + " --replay " + fixture + " --check " + check + " --check-seed " +
+           std::to_string(seed);
+}
+
+// Keeps the lowest-index failure of each check; stops the run unless keep_going. A failure that
+// becomes its check's first is written at once, as found (an interrupted run keeps it), with the
+// line that replays it; shrinking comes after the run.
+void record_failure(Shared& sh, const props::Target& target, const FuzzOptions& opt, long i, uint64_t cs,
+                    const CaseShape& shape, const StepInputs& in, const Verdict& v, std::ostream& log) {
+    ++sh.failed;
+    bool first = false;
+    {
+        std::lock_guard<std::mutex> lock(sh.mu);
+        auto it = sh.first_failure.find(v.check);
+        if (it == sh.first_failure.end() || it->second.case_index > i) {
+            FuzzFailure f;
+            f.case_index = i;
+            f.case_seed = cs;
+            f.shape = shape;
+            f.verdict = v;
+            f.original_path = failure_stem(target, opt, v.check, i) + "-original.safetensors";
+            sh.first_failure[v.check] = f;
+            first = true;
+        }
+        if (!opt.keep_going) sh.stop = true;
+    }
+    if (!first) return;
+    const std::string path = failure_stem(target, opt, v.check, i) + "-original.safetensors";
+    std::filesystem::create_directories(opt.out_dir);
+    write_safetensors(path, in.to_file());
+    std::lock_guard<std::mutex> lock(sh.log_mu);
+    log << "\nFAIL " << v.check << " on case " << i << ": wrote " << path << "\n  replay: "
+        << replay_line(opt, path, v.check, cs) << "\n" << std::flush;
+}
+
+void worker(const props::Target& target, const FuzzOptions& opt, const Config& preset, Clock::time_point t0, Shared& sh,
+            std::ostream& log) {
     // The workers are the parallelism. A case is small: an OpenMP team inside it costs more in
     // wake-ups and spinning than it saves, and with several workers it only oversubscribes.
     omp_set_num_threads(1);
@@ -89,7 +116,7 @@ void worker(const props::Target& target, const FuzzOptions& opt, const Config& p
             ++sh.rejected;
             continue;
         } catch (const props::TargetFailure& e) {
-            record_failure(sh, opt, i, cs, shape, Verdict{Verdict::FAIL, "target-run", e.what()});
+            record_failure(sh, target, opt, i, cs, shape, in, Verdict{Verdict::FAIL, "target-run", e.what()}, log);
             ++sh.cases;
             continue;
         }
@@ -100,7 +127,7 @@ void worker(const props::Target& target, const FuzzOptions& opt, const Config& p
             const Verdict v = run_check(name, target, in, out, cs);
             secs[name] += since(tc);
             ++counts[name][size_t(v.kind)];
-            if (v.kind == Verdict::FAIL) record_failure(sh, opt, i, cs, shape, v);
+            if (v.kind == Verdict::FAIL) record_failure(sh, target, opt, i, cs, shape, in, v, log);
             if (sh.stop) break;
         }
         ++sh.cases;
@@ -120,8 +147,13 @@ FuzzReport run_fuzz(const props::Target& target, const FuzzOptions& opt, std::os
     Shared sh;
     const auto t0 = Clock::now();
     std::vector<std::thread> pool;
-    for (int j = 0; j < jobs; ++j)
-        pool.emplace_back([&] { worker(target, opt, preset, t0, sh); });
+    try {
+        for (int j = 0; j < jobs; ++j) pool.emplace_back([&] { worker(target, opt, preset, t0, sh, log); });
+    } catch (const std::system_error& e) {
+        sh.stop = true;
+        for (auto& t : pool) t.join();
+        bad_input("cannot start " + std::to_string(jobs) + " worker threads (" + e.what() + "): use fewer --jobs");
+    }
 
     const bool tty = isatty(STDERR_FILENO);
     auto progress_line = [&] {
@@ -144,6 +176,7 @@ FuzzReport run_fuzz(const props::Target& target, const FuzzOptions& opt, std::os
             std::this_thread::sleep_for(std::chrono::milliseconds(200));
             if (!opt.progress) continue;
             const double since = std::chrono::duration<double>(Clock::now() - last).count();
+            std::lock_guard<std::mutex> lock(sh.log_mu);
             if (tty && since >= 1.0) {
                 log << "\r" << progress_line() << "\033[K" << std::flush;
                 last = Clock::now();
@@ -191,13 +224,9 @@ FuzzReport run_fuzz(const props::Target& target, const FuzzOptions& opt, std::os
     for (FuzzFailure f : found) {
         log << "FAIL " << f.verdict.check << " on case " << f.case_index << " (seed " << f.case_seed << ", "
             << f.shape.str() << "):\n  " << f.verdict.detail << "\n";
-        const StepInputs original = build_case(f.shape);
+        const StepInputs original = build_case(f.shape);  // written as found (record_failure)
         f.nonzero_before = nonzero_inputs(original);
-        std::filesystem::create_directories(opt.out_dir);
-        const std::string stem = opt.out_dir + "/" + file_safe(target.name) + "-" + f.verdict.check + "-case" +
-                                 std::to_string(f.case_index);
-        f.original_path = stem + "-original.safetensors";
-        write_safetensors(f.original_path, original.to_file());
+        const std::string stem = failure_stem(target, opt, f.verdict.check, f.case_index);
         StepInputs minimal = original;
         if (opt.shrink) {
             log << "shrinking (" << step_summary(original) << ", " << f.nonzero_before << " non-zero inputs)...\n"
@@ -212,8 +241,7 @@ FuzzReport run_fuzz(const props::Target& target, const FuzzOptions& opt, std::os
         f.final_verdict = run_target_and_check(f.verdict.check, target, minimal, f.case_seed);
         f.fixture_path = stem + ".safetensors";
         write_safetensors(f.fixture_path, minimal.to_file());
-        f.replay = "monokda fuzz " + opt.target_args + " --replay " + f.fixture_path + " --check " + f.verdict.check +
-                   " --check-seed " + std::to_string(f.case_seed);
+        f.replay = replay_line(opt, f.fixture_path, f.verdict.check, f.case_seed);
         log << "minimal case: " << step_summary(minimal) << ", " << f.nonzero_after << " non-zero inputs (was "
             << f.nonzero_before << ")\n"
             << "  " << to_string(f.final_verdict.kind) << " " << f.final_verdict.check << ": " << f.final_verdict.detail

@@ -14,6 +14,8 @@
 
 namespace monokda::fuzz {
 
+constexpr int kMaxJobs = 1024;  // worker threads at most (a thread a case: more only waits)
+
 struct FuzzOptions {
     std::string config = "small";     // model preset the cases use
     long iters = 0;                   // cases to run; 0 = until `seconds`

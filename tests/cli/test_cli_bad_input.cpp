@@ -159,6 +159,57 @@ TEST_CASE("monokda compare: bad input is exit 2, a failed check exit 1") {
     CHECK(run_cli({"compare", a, odd}).out.find("tensor 'A_log' has shape") != std::string::npos);
 }
 
+TEST_CASE("an output is never an input; only regular files are read") {
+    TempDir t("same_file");
+    const std::string fx = t / "f.safetensors";
+    write_safetensors(fx, small_step().to_file());
+    const std::vector<uint8_t> before = slurp(fx);
+    std::filesystem::create_hard_link(fx, t / "hard.safetensors");
+    std::filesystem::create_symlink(fx, t / "soft.safetensors");
+    for (const std::string& o : {fx, t / "hard.safetensors", t / "soft.safetensors", t / "." + std::string("/f.safetensors")}) {
+        CAPTURE(o);
+        CliResult r = run_cli({"reference", fx, "-o", o});
+        CHECK(r.code == 2);
+        CHECK_MESSAGE(r.out.find("is the same file as FIXTURE") != std::string::npos, r.out);
+    }
+    CHECK(slurp(fx) == before);
+    // a folder or a device as input, or as output
+    CliResult r = run_cli({"reference", t.path.string(), "-o", t / "out.safetensors"});
+    CHECK(r.code == 2);
+    CHECK_MESSAGE(r.out.find("is a directory") != std::string::npos, r.out);
+    r = run_cli({"compare", fx, "/dev/zero"});
+    CHECK(r.code == 2);
+    CHECK_MESSAGE(r.out.find("is not a regular file") != std::string::npos, r.out);
+    check_rejected({"reference", fx, "-o", t.path.string()}, "is a directory", t / "none");
+    check_rejected({"fixture", "-o", "/dev/null"}, "not a regular file", t / "none");
+}
+
+TEST_CASE("numbers are spelt plainly, thresholds are numbers, a bad count names its option") {
+    TempDir t("numbers");
+    const std::string out = t / "f.safetensors", a = t / "a.safetensors";
+    check_rejected({"fixture", "--seed", "-1", "-o", out}, "--seed must be a whole number >= 0 (got '-1')", out);
+    check_rejected({"fixture", "--R", "-1", "-o", out}, "config: R must be in", out);
+    check_rejected({"fixture", "--R", "-1", "--null-requests", "1", "-o", out}, "config: R must be in", out);
+    check_rejected({"fixture", "--L", "-3", "-o", out}, "config: L must be in", out);
+    write_safetensors(a, small_step().to_file());
+    struct Threshold { std::string option, value; };
+    for (const Threshold& k : {Threshold{"--rel-l2", "nan"}, Threshold{"--rel-l2", "-1"}, Threshold{"--rel-l2", "inf"},
+                               Threshold{"--max-ulp", "-1"}}) {
+        CAPTURE(k.option);
+        CAPTURE(k.value);
+        CliResult r = run_cli({"compare", a, a, k.option, k.value});
+        CHECK(r.code == 2);
+        CHECK_MESSAGE(r.out.find(k.option + " must be") != std::string::npos, r.out);
+    }
+    // metadata integers as another tool might misspell them
+    for (const std::string v : {" 256", "+256"}) {
+        TensorFile f = small_step().to_file();
+        f.metadata["D"] = v;
+        write_safetensors(t / "bad.safetensors", f);
+        check_rejected({"reference", t / "bad.safetensors", "-o", out}, "'D' is not an integer", out);
+    }
+}
+
 TEST_CASE("unknown commands and --help") {
     CliResult r = run_cli({"frobnicate"});
     CHECK(r.code == 2);

@@ -107,6 +107,11 @@ TEST_CASE("bad metadata names the key") {
         {"L", "4.5", "'L' is not an integer"},
         {"R", "99999999999", "'R' is not an integer"},
         {"eps", "tiny", "'eps' is not a number"},
+        {"D", " 256", "'D' is not an integer"},  // strtol would take the blank and the sign
+        {"D", "+256", "'D' is not an integer"},
+        {"R", "\t2", "'R' is not an integer"},
+        {"eps", " 1e-5", "'eps' is not a number"},
+        {"eps", "+1e-5", "'eps' is not a number"},
         {"block_write", "yes", "'block_write'"},
         {"conv_layout", "sdd", "conv_layout"},
         {"N", "100", "config: N"},

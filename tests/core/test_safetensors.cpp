@@ -7,6 +7,8 @@
 #include <fstream>
 #include <string>
 
+#include <sys/stat.h>
+
 #include "core/bf16.hpp"
 #include "core/error.hpp"
 #include "core/safetensors.hpp"
@@ -119,7 +121,7 @@ TEST_CASE("malformed safetensors files are bad input naming the problem") {
         {"shorter than the length field", {1, 2, 3}, "truncated"},
         {"header length past EOF", past, "past the end"},
         {"header beyond the limit", huge, "limit"},
-        {"bad JSON", file_bytes("{\"t\": [", four), "not valid JSON"},
+        {"bad JSON", file_bytes("{\"t\": {\"dtype\": ", four), "not valid JSON"},
         {"JSON not an object", file_bytes("[1,2]", four), "not a JSON object"},
         {"metadata not strings", file_bytes(R"({"__metadata__":{"D":4}})", {}), "not a string"},
         {"entry not an object", file_bytes(R"({"t":3})", four), "not an object"},
@@ -151,6 +153,64 @@ TEST_CASE("malformed safetensors files are bad input naming the problem") {
     CHECK(parse_error(file_bytes(
               R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"e":{"dtype":"F32","shape":[0],"data_offsets":[4,4]}})",
               std::vector<uint8_t>(8))) == "");
+}
+
+TEST_CASE("a duplicate key is refused naming it, wherever it stands") {
+    const std::vector<uint8_t> eight(8);
+    const std::string a = R"("a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]})";
+    const std::string a2 = R"("a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]})";
+    struct Case { const char* what; std::string header; const char* needle; };
+    const Case cases[] = {
+        {"a tensor twice (the second copy would win)", "{" + a + "," + a2 + "}", "duplicate key 'a' in the header"},
+        {"a metadata key twice", R"({"__metadata__":{"D":"128","D":"256"}})", "duplicate key 'D' in __metadata__"},
+        {"__metadata__ twice", R"({"__metadata__":{"D":"128"},"__metadata__":{"H":"2"}})", "duplicate key '__metadata__'"},
+        {"a field of an entry twice", R"({"a":{"dtype":"F32","shape":[1],"shape":[2],"data_offsets":[0,4]}})",
+         "duplicate key 'shape' in tensor 'a'"},
+    };
+    for (const Case& c : cases) {
+        CAPTURE(c.what);
+        const std::string msg = parse_error(file_bytes(c.header, eight));
+        CHECK_MESSAGE(mentions(msg, c.needle), msg);
+    }
+    // the same key in two different objects is no duplicate
+    CHECK(parse_error(file_bytes(R"({"__metadata__":{"a":"1"},)" + a + "}", eight)) == "");
+}
+
+TEST_CASE("a header's nesting and entry counts are bounded before they cost memory") {
+    // a megabyte of '[' (a tree of a million arrays): refused at the fourth level, not after the last
+    const std::string deep(1u << 20, '[');
+    CHECK(mentions(parse_error(file_bytes(R"({"a":{"b":)" + deep, {})), "nests deeper"));
+    CHECK(mentions(parse_error(file_bytes(deep, {})), "not a JSON object"));
+    CHECK(mentions(parse_error(file_bytes(R"({"a":{"x":[[1]]}})", {})), "nests deeper"));
+    // an unknown field of an entry is skipped (its value no deeper than the format's three levels)
+    CHECK(parse_error(file_bytes(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4],"note":[1,"x"]}})",
+                                 std::vector<uint8_t>(4))) == "");
+    // entries that are not tensors are refused at the first, not after all of them are read
+    std::string empties = "{";
+    for (int i = 0; i < 200000; ++i) empties += (i ? ",\"" : "\"") + std::to_string(i) + "\":{}";
+    CHECK(mentions(parse_error(file_bytes(empties + "}", {})), "tensor '0' has no dtype string"));
+    // metadata: at most 65536 keys
+    std::string md = R"({"__metadata__":{)";
+    for (int i = 0; i <= 65536; ++i) md += (i ? ",\"" : "\"") + std::to_string(i) + "\":\"\"";
+    CHECK(mentions(parse_error(file_bytes(md + "}}", {})), "more than 65536 keys"));
+    std::string dims = R"({"a":{"dtype":"F32","shape":[)";
+    for (int i = 0; i < 65; ++i) dims += i ? ",1" : "1";
+    CHECK(mentions(parse_error(file_bytes(dims + R"(],"data_offsets":[0,4]}})", std::vector<uint8_t>(4))),
+                   "more than 64 dimensions"));
+}
+
+TEST_CASE("only a regular file is read: a directory, FIFO or device is refused before allocating") {
+    const std::string dir = tmp_path("a_dir");
+    std::filesystem::create_directories(dir);
+    CHECK_THROWS_WITH_AS(read_safetensors(dir), doctest::Contains("is a directory"), BadInput);
+    CHECK_THROWS_WITH_AS(read_safetensors_header(dir), doctest::Contains("is a directory"), BadInput);
+    std::filesystem::remove_all(dir);
+    const std::string fifo = tmp_path("a_fifo");
+    std::remove(fifo.c_str());
+    REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+    CHECK_THROWS_WITH_AS(read_safetensors(fifo), doctest::Contains("is not a regular file"), BadInput);  // no writer: must not wait
+    std::remove(fifo.c_str());
+    CHECK_THROWS_WITH_AS(read_safetensors("/dev/zero"), doctest::Contains("is not a regular file"), BadInput);
 }
 
 TEST_CASE("the header index keeps dtypes it does not compute with, but still checks their sizes") {

@@ -134,6 +134,11 @@ TEST_CASE("bad input exits 2 and writes nothing") {
         {dir / "missing.safetensors", "--config", "small"},
         {"--config", "small", "--sweep", "3", "--timeline", svg},
         {"--config", "small", "--unknown-option"},
+        {"--config", "small", "--envelope-in", dir.path.string()},  // a folder: exit 2, not 3
+        {"--config", "small", "--envelope-in", dir / "missing.json"},
+        {"--config", "small", "--timeline", out},                   // the same file as -o
+        {"--config", "small", "--seed", "-1"},
+        {"--config", "small", "--fixture-seed", "-2"},
     };
     for (const auto& a : bad) {
         std::vector<std::string> args{"emulate"};
@@ -152,6 +157,31 @@ TEST_CASE("bad input exits 2 and writes nothing") {
         CHECK_FALSE(std::filesystem::exists(svg));
         CHECK_FALSE(std::filesystem::exists(env));
     }
+}
+
+TEST_CASE("every output path is checked before any is written; an input is never an output") {
+    TempDir dir("emulate_outputs");
+    const std::string env = dir / "env.json", svg = dir / "t.svg", fx = dir / "f.safetensors";
+    // -o in a folder that does not exist: before, the envelope and timeline were written, then exit 2
+    CliResult r = run_cli({"emulate", "--config", "small", "--envelope-out", env, "--timeline", svg, "-o",
+                           dir / "no/such/o.safetensors"});
+    INFO(r.out);
+    CHECK(r.code == 2);
+    CHECK(contains(r.out, "cannot write -o"));
+    CHECK_FALSE(contains(r.out, "prepared:"));  // refused before the fixture was built
+    CHECK_FALSE(std::filesystem::exists(env));
+    CHECK_FALSE(std::filesystem::exists(svg));
+    REQUIRE(run_cli({"fixture", "--config", "small", "-o", fx}).code == 0);
+    const auto size = std::filesystem::file_size(fx);
+    std::filesystem::create_symlink(fx, dir / "link.safetensors");
+    for (const std::string& o : {fx, dir / "link.safetensors"}) {
+        CliResult same = run_cli({"emulate", fx, "--no-envelope", "-o", o});
+        INFO(same.out);
+        CHECK(same.code == 2);
+        CHECK(contains(same.out, "is the same file as FIXTURE"));
+    }
+    CHECK(std::filesystem::file_size(fx) == size);
+    CHECK(StepInputs::from_file(read_safetensors(fx)).cfg.D == 256);  // still the fixture
 }
 
 TEST_CASE("--sweep runs many schedules and summarises") {

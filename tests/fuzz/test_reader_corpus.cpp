@@ -48,7 +48,12 @@ TEST_CASE("valid seeds are accepted, malformed seeds rejected with a message") {
     // the part of the message that names each malformed seed's problem
     const std::map<std::string, std::string> why = {
         {"bad-empty", "truncated"}, {"bad-short-length", "truncated"}, {"bad-length-huge", "100 MiB"},
-        {"bad-length-past-end", "past the end"}, {"bad-truncated-data", "outside"}, {"bad-header-not-json", "JSON"},
+        {"bad-length-past-end", "past the end"}, {"bad-length-to-end", "outside the 0-byte data section"},
+        {"bad-length-one-past-end", "past the end"}, {"bad-length-at-end", "outside the 0-byte data section"},
+        {"bad-length-at-end-less-one", "outside the 1-byte data section"},
+        {"bad-duplicate-tensor", "duplicate key 'A_log'"}, {"bad-duplicate-md-D", "duplicate key 'D' in __metadata__"},
+        {"bad-deep-nesting", "nests deeper"}, {"bad-md-D-blank", "'D' is not an integer"},
+        {"bad-md-D-plus", "'D' is not an integer"}, {"bad-truncated-data", "outside"}, {"bad-header-not-json", "JSON"},
         {"bad-header-array", "not a JSON object"}, {"bad-dtype-f16", "unsupported dtype"},
         {"bad-dim-negative", "negative"}, {"bad-dim-huge", "absurdly large"}, {"bad-offsets-outside", "outside"},
         {"bad-offsets-reversed", "outside"}, {"bad-offsets-overlap", "overlap"}, {"bad-bytes-mismatch", "needs"},

@@ -2,8 +2,12 @@
 // a small step, written, and replays; the CLI reports a target the build lacks as bad input.
 #include <doctest/doctest.h>
 
-#include <cstdlib>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <cstdlib>
 
 #include <filesystem>
 #include <fstream>
@@ -196,5 +200,67 @@ TEST_CASE("monokda fuzz: planted bug end to end, replay line, bad input") {
     CHECK(run_cli("fuzz --properties 0 --iters 1", log) == 2);
     CHECK(run_cli("fuzz --list", log) == 0);
     CHECK(slurp(log).find("beta-zero-decay") != std::string::npos);
+
+    // options refused before any case runs, naming the option (each once ran, aborted or exited 3)
+    struct Bad { std::string args, needle; };
+    const Bad bad[] = {
+        {"--seed -1", "--seed must be a whole number >= 0 (got '-1')"},
+        {"--jobs 100000", "--jobs must be in 0..1024"},
+        {"--shrink-time -5", "--shrink-time must be a finite number >= 0"},
+        {"--shrink-time nan", "--shrink-time must be a finite number >= 0"},
+        {"--time inf", "--time must be a positive number"},
+        {"--properties +2", "--properties must be all or a number"},
+        {"--out /proc/version/x", "is not a folder"},
+        {"--out " + (dir / "log.txt/x").string(), "is not a folder"},
+    };
+    for (const Bad& b : bad) {
+        CAPTURE(b.args);
+        CHECK(run_cli("fuzz --plant gate-sign --iters 1 --quiet " + b.args, log) == 2);
+        CHECK_MESSAGE(slurp(log).find(b.needle) != std::string::npos, slurp(log));
+        CHECK(slurp(log).find("cases") == std::string::npos);  // refused before any case ran
+    }
+}
+
+TEST_CASE("monokda fuzz --keep-going writes each failure as found: an interrupted run keeps it") {
+    const fs::path dir = scratch("interrupt");
+    const fs::path out = dir / "out", log = dir / "log.txt";
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+        const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        ::dup2(fd, 1);
+        ::dup2(fd, 2);
+        ::execl(MONOKDA_BIN, MONOKDA_BIN, "fuzz", "--plant", "gate-sign", "--keep-going", "--time", "600", "--jobs", "1",
+                "--out", out.c_str(), static_cast<char*>(nullptr));
+        ::_exit(127);
+    }
+    // wait (at most a minute) for the first failure's fixture, then interrupt the run
+    auto written = [&] {
+        std::vector<fs::path> files;
+        std::error_code ec;
+        for (const auto& e : fs::directory_iterator(out, ec)) files.push_back(e.path());
+        return files;
+    };
+    for (int i = 0; i < 600 && written().empty(); ++i) ::usleep(100000);
+    ::usleep(200000);
+    ::kill(child, SIGINT);
+    int status = 0;
+    REQUIRE(::waitpid(child, &status, 0) == child);
+    CHECK(WIFSIGNALED(status));
+    const std::vector<fs::path> files = written();
+    INFO(slurp(log));
+    REQUIRE(!files.empty());
+    for (const fs::path& f : files) {
+        CAPTURE(f);
+        CHECK(f.extension() == ".safetensors");  // no temporary left behind
+        CHECK(f.filename().string().find("-original.safetensors") != std::string::npos);
+    }
+    // the line printed as it was found replays it
+    const std::string text = slurp(log);
+    const size_t at = text.find("replay: ");
+    REQUIRE(at != std::string::npos);
+    const std::string replay = text.substr(at + 8, text.find('\n', at) - at - 8);
+    CHECK(run_cli(replay.substr(std::string("monokda ").size()), dir / "replay.txt") == 1);
+    fs::remove_all(dir);
 }
 }
