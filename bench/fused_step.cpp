@@ -52,7 +52,7 @@ public:
     explicit KdaFusedStep(const FusedChoices& choices) : choices_(choices) {}
     void prepare(const Config& step, const std::vector<StepPtrs>& sets, FusedVariant variant) override {
         gpu::check_supported(step);
-        Plan plan = gpu::device_plan(step, choices_.gemv_bands, choices_.attn_parts, choices_.placement, choices_.g2_last);  // one CTA a multiprocessor, as the launcher requires
+        Plan plan = gpu::device_plan(step, choices_.gemv_bands, choices_.attn_parts, choices_.placement);  // one CTA a multiprocessor, as the launcher requires
         gpu::LaunchOptions opt;  // the production launch: matrix-unit in_proj, no hand-off export
         opt.weight_evict_first = choices_.weight_evict_first;
         opt.weight_pace_ns = choices_.weight_pace_ns;

@@ -34,12 +34,11 @@ struct FusedChoices {
     int attn_parts = 0;                         // gpu::device_plan: attn CTAs a slice (0: the plan's)
     Placement placement = Placement::by_plan;   // gpu::device_plan: lists on launch CTAs
     int weight_pace_ns = -1;                    // gpu::LaunchOptions::weight_pace_ns (-1: the launcher's)
-    int g2_last = -1;                           // gpu::device_plan: g2's second pass (-1: the plan's)
 
     // compared here, beside the fields, so that a new choice cannot be left out of a comparison
     bool operator==(const FusedChoices& o) const {
         return weight_evict_first == o.weight_evict_first && gemv_bands == o.gemv_bands && attn_parts == o.attn_parts &&
-               placement == o.placement && weight_pace_ns == o.weight_pace_ns && g2_last == o.g2_last;
+               placement == o.placement && weight_pace_ns == o.weight_pace_ns;
     }
     bool is_production() const { return *this == FusedChoices{}; }
 };

@@ -27,7 +27,7 @@ void require_bench_shape(const std::string& option, long r, long l) {
 int cmd_bench(const Args& args) {
     po::options_description opts("monokda bench");
     int R = 0, L = 0, nb = 4, reps = 200, sets = 4;
-    std::string out, commit, plant, shapes, evict, gemv, parts, placement, pace, g2_last;
+    std::string out, commit, plant, shapes, evict, gemv, parts, placement, pace;
     opts.add_options()
         ("R", po::value(&R), "requests (with --L: one shape instead of the sweep)")
         ("L", po::value(&L), "tokens a request (with --R)")
@@ -50,8 +50,6 @@ int cmd_bench(const Args& args) {
         ("placement", po::value(&placement)->default_value("auto"),
          "the fused kernel's lists on launch CTAs: auto (the plan's rule) | index (list b on CTA b) | paired (attn "
          "list c on launch CTA 2c, list A + c on 2c + 1)")
-        ("g2-last", po::value(&g2_last)->default_value("auto"),
-         "the fused kernel's g2 bands in a second pass over N CTAs past the attn CTAs: auto (the plan's choice) | off | N")
         ("commit", po::value(&commit), "commit recorded in the results")
         ("output,o", po::value(&out), "results JSON (issue 6 schema); -detail.json, .md and .svg beside it")
         ("check", "instead of timing: check the unfused chain against the reference (exit 1 on a failure)")
@@ -61,7 +59,7 @@ int cmd_bench(const Args& args) {
     const std::string usage =
         "monokda bench [--R R --L L | --shapes RxL,...] [--nb 4] [--block-write] [--reps 200] [--sets 4] [--no-fused]\n"
         "              [--weight-evict first|normal] [--gemv-bands auto|spec|every] [--attn-parts auto|1|2]\n"
-        "              [--placement auto|index|paired] [--weight-pace auto|NS] [--g2-last auto|off|N] [-o results.json]\n"
+        "              [--placement auto|index|paired] [--weight-pace auto|NS] [-o results.json]\n"
         "       monokda bench --check [--R R --L L --nb 4] [--plant TENSOR] [-o report.md]";
     if (!parse_args(args, usage, opts, pos, vm)) return 0;
     if (vm.count("R") != vm.count("L")) bad_input("--R and --L go together");
@@ -72,7 +70,6 @@ int cmd_bench(const Args& args) {
     if (parts != "auto" && parts != "1" && parts != "2") bad_input("--attn-parts must be auto, 1 or 2 (got '" + parts + "')");
     const int attn_parts = parts == "auto" ? 0 : std::stoi(parts);
     const Placement place = parse_placement(placement);
-    const int g2 = parse_g2_last(g2_last);
     int pace_ns = -1;
     if (pace != "auto") {
         const std::optional<long> v = parse_int(pace);
@@ -95,7 +92,7 @@ int cmd_bench(const Args& args) {
         if (shape_list.empty()) bad_input("--shapes: no shape given");
     }
 #ifndef MONOKDA_HAVE_GPU_BENCH
-    (void)nb; (void)reps; (void)sets; (void)bands; (void)attn_parts; (void)place; (void)pace_ns; (void)g2;
+    (void)nb; (void)reps; (void)sets; (void)bands; (void)attn_parts; (void)place; (void)pace_ns;
     bad_input("this monokda was built without CUDA; configure with -DMONOKDA_CUDA=ON to run the GPU benchmark");
 #else
     if (!out.empty()) {  // before any GPU time: the outputs and the siblings written beside -o
@@ -141,7 +138,6 @@ int cmd_bench(const Args& args) {
     o.fused_choices.attn_parts = attn_parts;
     o.fused_choices.placement = place;
     o.fused_choices.weight_pace_ns = pace_ns;
-    o.fused_choices.g2_last = g2;
     o.commit = commit;
     o.command = "monokda bench";
     for (const auto& a : args) o.command += " " + a;

@@ -6,6 +6,7 @@
 #include "cli/options.hpp"
 #include "core/input_file.hpp"
 #include "emulator/emulate.hpp"
+#include "emulator/replay_token.hpp"
 #include "emulator/timeline.hpp"
 
 namespace monokda::cli {
@@ -14,7 +15,7 @@ using namespace monokda::emu;
 
 int cmd_emulate(const Args& args) {
     po::options_description opts("monokda emulate");
-    std::string fixture, config, schedule, inject, timeline, out, env_out, env_in, replay, gemv, g2_last;
+    std::string fixture, config, schedule, inject, timeline, out, env_out, env_in, replay, gemv;
     int R, L, nb, blocks, resident, steps, orders, sweep, teams;
     uint64_t seed, fseed;
     opts.add_options()
@@ -28,9 +29,6 @@ int cmd_emulate(const Args& args) {
         ("gemv-bands", po::value(&gemv)->default_value("auto"),
          "who runs the in_proj bands: auto (the plan's choice: k3 from 16 rows every CTA, else SPEC) | spec (the "
          "CTAs past the attn slices, SPEC §4) | every (every CTA, the attn CTAs after ATTN_X)")
-        ("g2-last", po::value(&g2_last)->default_value("auto"),
-         "g2's bands in a second pass over N CTAs past the attn CTAs, where the bands lie past them: auto (the "
-         "plan's choice) | off | N (PlanParams::g2_last_ctas)")
         ("schedule", po::value(&schedule)->default_value("random"),
          "random | pct | pct:D | rr | delay:attn | delay:gemv | delay:kda | delay:cta:N")
         ("seed", po::value(&seed)->default_value(1), "scheduler seed")
@@ -55,7 +53,7 @@ int cmd_emulate(const Args& args) {
     pos.add("fixture", 1);
     po::variables_map vm;
     if (!parse_args(args,
-                    "monokda emulate [FIXTURE] [--config k3|small] [--R 2] [--L 4] [--nb 4] [--blocks N] [--gemv-bands auto|spec|every] [--g2-last auto|off|N] "
+                    "monokda emulate [FIXTURE] [--config k3|small] [--R 2] [--L 4] [--nb 4] [--blocks N] [--gemv-bands auto|spec|every]"
                     "[--schedule random|pct|rr|delay:ROLE] [--seed S] [--resident N] [--steps K] [--amd] [--kda-teams N] "
                     "[--inject NAME] [--list-faults] [--timeline F] [-o OUT] [--envelope-out F] [--sweep N] "
                     "[--replay TOKEN]",
@@ -83,7 +81,6 @@ int cmd_emulate(const Args& args) {
     require_range("--blocks", blocks, 0);
     o.blocks = blocks;
     o.gemv_bands = parse_gemv_bands(gemv);
-    o.g2_last = parse_g2_last(g2_last);
     o.schedule = Schedule::parse(schedule);
     o.schedule.seed = seed;
     require_range("--resident", resident, 0);

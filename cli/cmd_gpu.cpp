@@ -7,7 +7,7 @@ namespace monokda::cli {
 
 int cmd_gpu(const Args& args) {
     po::options_description opts("monokda gpu");
-    std::string fixture, out, placement, g2_last;
+    std::string fixture, out, placement;
     int64_t timeout_ms = 2000;
     int repeat = 1;
     opts.add_options()
@@ -18,20 +18,17 @@ int cmd_gpu(const Args& args) {
         ("timeout-ms", po::value(&timeout_ms)->default_value(2000), "a mailbox poll gives up after this")
         ("placement", po::value(&placement)->default_value("auto"),
          "lists on launch CTAs: auto (the plan's rule) | index | paired (the same sums: outputs do not change)")
-        ("g2-last", po::value(&g2_last)->default_value("auto"),
-         "g2's bands in a second pass over N CTAs: auto (the plan's choice) | off | N (the same sums: outputs do not change)")
         ("repeat", po::value(&repeat)->default_value(1), "launch N times (states restored between), keep the last");
     po::positional_options_description pos;
     pos.add("fixture", 1);
     po::variables_map vm;
     if (!parse_args(args, "monokda gpu FIXTURE -o OUT [--no-handoffs] [--packed-states] [--timeout-ms N] [--repeat N]"
-                    " [--placement auto|index|paired] [--g2-last auto|off|N]",
+                    " [--placement auto|index|paired]",
                     opts, pos, vm))
         return 0;
     require_range("--repeat", repeat, 1);
     check_outputs({{"-o", out}}, {{"FIXTURE", fixture}});
     const Placement place = parse_placement(placement);
-    const int g2 = parse_g2_last(g2_last);
     const gpu::DeviceInfo dev = gpu::probe();
     if (!dev.present) bad_input("no GPU to run on: " + dev.why);
     StepInputs in = StepInputs::from_file(read_safetensors(fixture));
@@ -40,7 +37,6 @@ int cmd_gpu(const Args& args) {
     ro.packed_state_pages = vm.count("packed-states") != 0;
     ro.poll_timeout_ms = timeout_ms;
     ro.placement = place;
-    ro.g2_last = g2;
     try {
         gpu::KdaRunner runner(in, ro);
         for (int i = 0; i < repeat; ++i) {
@@ -51,7 +47,6 @@ int cmd_gpu(const Args& args) {
         f.metadata["gpu_device"] = dev.name;
         f.metadata["gpu_kernel_ms"] = std::to_string(runner.last_ms());
         f.metadata["gpu_placement"] = placement;
-        f.metadata["gpu_g2_last"] = g2_last;
         f.metadata["gpu_handoffs"] = ro.export_handoffs ? "exported" : "not exported (g1, o are NaN)";
         write_safetensors(out, f);
         std::cout << "wrote " << out << " (" << dev.name << ", kda_pre " << runner.last_ms() << " ms)\n";

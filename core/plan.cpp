@@ -65,24 +65,6 @@ void apply_gemv_bands(PlanParams& p, GemvBands b) {
     if (b == GemvBands::spec) p.attn_row_parts = 1;  // SPEC §4's layout: the bands start past one CTA a slice
 }
 
-int parse_g2_last(const std::string& s) {
-    if (s == "auto") return -1;
-    if (s == "off") return 0;
-    char* end = nullptr;
-    const long v = std::strtol(s.c_str(), &end, 10);
-    if (s.empty() || *end != '\0' || v < 2 || v > 65536) bad_input("--g2-last must be auto, off or a count of CTAs >= 2 (got '" + s + "')");
-    return int(v);
-}
-
-void apply_g2_last(PlanParams& p, int g2_last) {
-    if (g2_last >= 0 && !p.gemv_every_cta) p.g2_last_ctas = g2_last;
-}
-
-GroupRange g2_groups(const Config& cfg, int group_rows) {
-    const int E = cfg.E(), first = (3 * E + group_rows - 1) / group_rows;
-    return {first, std::max(first, 4 * E / group_rows)};
-}
-
 PlanParams PlanParams::defaults_for(const Config& cfg) {
     if (cfg.D == 7168) return k3_for(cfg, preset("k3").blocks);
     PlanParams p = preset("small");
@@ -108,14 +90,6 @@ void PlanParams::validate(const Config& cfg) const {
          "gemv_group_rows must divide N = " + s(cfg.N) + " (got " + s(gemv_group_rows) + ")");
     need(kda_chunk_rows > 0 && cfg.V % kda_chunk_rows == 0,
          "kda_chunk_rows must divide V = " + s(cfg.V) + " (got " + s(kda_chunk_rows) + ")");
-    if (g2_last_ctas != 0) {
-        const GroupRange g2 = g2_groups(cfg, gemv_group_rows);
-        need(!gemv_every_cta, "g2_last_ctas: a second pass for g2 is dealt over the CTAs past the slices only, not with gemv_every_cta");
-        need(g2.end > g2.first, "g2_last_ctas: no gemv group lies wholly inside g2 (gemv_group_rows " + s(gemv_group_rows) + ")");
-        need(g2_last_ctas >= 2 && int64_t(g2_last_ctas) <= blocks - int64_t(n_attn) * attn_row_parts,
-             "g2_last_ctas must be 0 or 2..the CTAs past the attn CTAs (" +
-                 s(blocks - int64_t(n_attn) * attn_row_parts) + "), got " + s(g2_last_ctas));
-    }
     need(interleave_width >= 1 && interleave_width <= blocks,
          "interleave_width must be 1..blocks (got " + s(interleave_width) + ")");
     const int n_chunks = cfg.V / kda_chunk_rows;
@@ -312,63 +286,14 @@ Plan Plan::build(const Config& cfg, const PlanParams& params) {
 
 // Contiguous runs of `count` groups from `first` split over `ctas` CTAs, as evenly as whole groups
 // allow (the longer bands first).
-static std::vector<std::pair<int, int>> split_run(int first, int count, int ctas) {
-    std::vector<std::pair<int, int>> r;
-    for (int i = 0, g = first; i < ctas; ++i) {
-        const int n = count / ctas + (i < count % ctas ? 1 : 0);
-        if (n > 0) r.push_back({g, n});
-        g += n;
-    }
-    return r;
-}
-
 void Plan::deal_gemv_bands() {
     bands_.clear();
     gemv_cta_.assign(size_t(n_groups_), -1);
-    const int A = n_attn_ctas(), B = launch_blocks(), C = params_.g2_last_ctas;
-    if (C == 0) {  // one band a CTA: groups_per_gemv_cta() each, from the first CTA past the attn CTAs
-        const int per = groups_per_gemv_cta();
-        for (int g0 = 0, b = 0; g0 < n_groups_; g0 += per, ++b)
-            bands_.push_back({(A + b) % B, g0, std::min(per, n_groups_ - g0)});
-    } else {
-        // the first pass: the groups other than g2's (two runs, around g2) over the C CTAs, each
-        // run over a share of them proportional to its length
-        const GroupRange g2 = g2_groups(cfg_, params_.gemv_group_rows);
-        std::vector<std::pair<int, int>> runs;  // {first, count}
-        if (g2.first > 0) runs.push_back({0, g2.first});
-        if (g2.end < n_groups_) runs.push_back({g2.end, n_groups_ - g2.end});
-        int early = 0;
-        for (const auto& r : runs) early += r.second;
-        std::vector<int> share(runs.size());
-        for (size_t i = 0, left = size_t(C); i < runs.size(); ++i) {
-            // the last run takes the CTAs left; every run at least one (validate: C >= 2 >= the runs)
-            const int later = int(runs.size() - 1 - i);
-            share[i] = i + 1 == runs.size() ? int(left)
-                                             : std::clamp(int((int64_t(C) * runs[i].second + early / 2) / early), 1,
-                                                          int(left) - later);
-            left -= size_t(share[i]);
-        }
-        std::vector<int> first_pass(size_t(C), 0);
-        int cta = 0;
-        for (size_t i = 0; i < runs.size(); ++i)
-            for (const auto& [g0, n] : split_run(runs[i].first, runs[i].second, share[i])) {
-                bands_.push_back({A + cta, g0, n});
-                first_pass[size_t(cta++)] = n;
-            }
-        // the second pass: g2's groups, contiguous, the larger bands to the CTAs with the fewest
-        // groups so far (ties: the earlier CTA)
-        const int g2_count = g2.end - g2.first;
-        std::vector<int> order(static_cast<size_t>(C));
-        for (int i = 0; i < C; ++i) order[size_t(i)] = i;
-        std::stable_sort(order.begin(), order.end(), [&](int x, int y) { return first_pass[size_t(x)] < first_pass[size_t(y)]; });
-        std::vector<int> late(size_t(C), 0);
-        for (int i = 0; i < C; ++i) late[size_t(order[size_t(i)])] = g2_count / C + (i < g2_count % C ? 1 : 0);
-        for (int i = 0, g = g2.first; i < C; ++i)
-            if (late[size_t(i)] > 0) {
-                bands_.push_back({A + i, g, late[size_t(i)]});
-                g += late[size_t(i)];
-            }
-    }
+    const int A = n_attn_ctas(), B = launch_blocks();
+    // one band a CTA: groups_per_gemv_cta() each, from the first CTA past the attn CTAs
+    const int per = groups_per_gemv_cta();
+    for (int g0 = 0, b = 0; g0 < n_groups_; g0 += per, ++b)
+        bands_.push_back({(A + b) % B, g0, std::min(per, n_groups_ - g0)});
     std::vector<char> used(size_t(B), 0);
     for (const Band& b : bands_) {
         for (int g = b.first; g < b.first + b.count; ++g) gemv_cta_[size_t(g)] = b.cta;

@@ -37,12 +37,6 @@ struct PlanParams {
     // packs the 66 bands of a step up to 15 rows into 3 GPCs and half of 2 more.
     bool interleave_ctas = false;
     int interleave_width = 1;
-    // g2 in a pass of its own (0: off). KDA_NORM is the only reader of g2's groups (a quarter of the
-    // weight), ~10 µs after CONV needs the others. With g2_last_ctas = n, the CTAs past the attn CTAs
-    // 0..n-1 each take one band of the other groups (the first pass: every CTA's kda-feeding rows
-    // end together, earlier) and then one band of g2's (the second), so the kda tail starts while
-    // g2 streams. Bands past the slices only (not with gemv_every_cta). Plan::gemv_bands.
-    int g2_last_ctas = 0;
 
     // "k3": {132, 128, 16, 128} (one kda task a head; k3_for picks the rows for a step). "small":
     // {24, 16, 16, 8}: 16 attn slices and 4 chunks a head, so a small config still exercises many
@@ -106,15 +100,6 @@ Placement parse_placement(const std::string& s);  // "auto" | "index" | "paired"
 // interleave_ctas for p as it stands (the bands and parts already chosen): k3's rule, or as told
 void apply_placement(PlanParams& p, const Config& cfg, Placement placement);
 void apply_gemv_bands(PlanParams& p, GemvBands b);  // gemv_every_cta, unless by_plan (spec: one attn CTA a slice too)
-// g2's second pass as `monokda gpu` and `monokda bench` --g2-last name it: auto (-1: the plan's
-// choice), off (0) or a count of CTAs (PlanParams::g2_last_ctas); BadInput otherwise.
-int parse_g2_last(const std::string& s);
-// g2_last_ctas, unless -1 or the bands lie over every CTA (they have no second pass): the rule of
-// gpu::device_plan and of `monokda emulate`
-void apply_g2_last(PlanParams& p, int g2_last);
-// The gemv groups wholly inside g2 (proj columns 3E..4E, read by KDA_NORM only): [first, end)
-struct GroupRange { int first, end; };
-GroupRange g2_groups(const Config& cfg, int group_rows);
 
 // Rows of attn part p when S rows are split over `parts` CTAs a slice: [begin(p), begin(p + 1)),
 // balanced (the plan, the emulator and the kernel all split with this).
@@ -257,7 +242,6 @@ public:
     // kernel start), then, with gemv_every_cta, the attn CTAs after their ATTN_X (the last band may
     // be shorter and the last CTAs may get none). A CTA's rows are one block of the weight, which
     // the copy engine fetches in a few tall boxes (kernels/kda_gemv_batch.hpp).
-    // With g2_last_ctas, two bands a CTA instead (gemv_bands).
     int groups_per_gemv_cta() const { return (n_groups_ + gemv_span() - 1) / gemv_span(); }
     int gemv_cta(int group) const { return gemv_cta_[size_t(group)]; }
     // The bands in the order the CTAs run them: {cta, first group, groups}; a CTA's bands in its list order.

@@ -8,6 +8,7 @@
 #include "core/error.hpp"
 #include "core/fixture_gen.hpp"
 #include "core/safetensors.hpp"
+#include "emulator/replay_token.hpp"
 #include "reference/reference.hpp"
 
 namespace monokda::emu {
@@ -16,26 +17,6 @@ namespace {
 
 double since(std::chrono::steady_clock::time_point t0) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-std::vector<std::string> split(const std::string& s, char sep) {
-    std::vector<std::string> out;
-    size_t a = 0;
-    for (;;) {
-        size_t b = s.find(sep, a);
-        out.push_back(s.substr(a, b == std::string::npos ? std::string::npos : b - a));
-        if (b == std::string::npos) return out;
-        a = b + 1;
-    }
-}
-
-long long parse_num(const std::string& s, const std::string& what, long long lo, long long hi) {
-    if (s.empty() || s.size() > 20) bad_input("replay token: bad " + what);
-    for (char c : s)
-        if (c < '0' || c > '9') bad_input("replay token: bad " + what + " '" + s + "'");
-    unsigned long long v = std::strtoull(s.c_str(), nullptr, 10);
-    if (v < (unsigned long long)lo || v > (unsigned long long)hi) bad_input("replay token: " + what + " out of range");
-    return (long long)v;
 }
 
 std::string fmt(const char* f, double v) {
@@ -50,81 +31,6 @@ std::string FixtureSpec::str() const {
     if (!file.empty()) return "file";
     return preset + ".R" + std::to_string(R) + ".L" + std::to_string(L) + ".nb" + std::to_string(nb) + ".s" +
            std::to_string(seed);
-}
-
-// v1: one kda stream a CTA, the plan's gemv bands; v2 adds the kda teams field (tN) before the
-// fixture; v3 has the teams field and the gemv bands field (g0 | g1) there, whatever their values;
-// v4 has both (the bands field may be ga: the plan's) and g2's second pass (hN) after them.
-std::string make_token(const EmulateOptions& o) {
-    const bool v4 = o.g2_last >= 0, v3 = !v4 && o.gemv_bands != GemvBands::by_plan;
-    const std::string bands = o.gemv_bands == GemvBands::every ? "g1/" : o.gemv_bands == GemvBands::spec ? "g0/" : "ga/";
-    return std::string(v4 ? "v4/" : v3 ? "v3/" : o.kda_teams > 1 ? "v2/" : "v1/") + o.schedule.str() + "/" +
-           std::to_string(o.schedule.seed) + "/r" + std::to_string(o.resident) + "/k" + std::to_string(o.steps) + "/a" +
-           (o.amd ? "1" : "0") + "/" + to_string(o.fault) + "/b" + std::to_string(o.blocks) + "/" +
-           (v4 || v3 || o.kda_teams > 1 ? "t" + std::to_string(o.kda_teams) + "/" : "") + (v4 || v3 ? bands : "") +
-           (v4 ? "h" + std::to_string(o.g2_last) + "/" : "") + o.fixture.str();
-}
-
-EmulateOptions apply_token(EmulateOptions o, const std::string& token) {
-    auto p = split(token, '/');
-    o.kda_teams = 1;
-    o.gemv_bands = GemvBands::by_plan;
-    o.g2_last = -1;
-    int min_teams = 2;  // a v2 token exists only for teams > 1
-    if (p.size() == 12 && p[0] == "v4") {
-        if (p[10].size() < 2 || p[10][0] != 'h') bad_input("replay token: bad g2 second pass field '" + p[10] + "'");
-        o.g2_last = int(parse_num(p[10].substr(1), "g2 second pass CTAs", 0, 65536));
-        p.erase(p.begin() + 10);
-        min_teams = 1;
-        if (p[9] == "ga") {
-            p.erase(p.begin() + 9);
-            p[0] = "v2";
-        } else {
-            p[0] = "v3";
-        }
-    }
-    if (p.size() == 11 && p[0] == "v3") {
-        if (p[9] != "g0" && p[9] != "g1") bad_input("replay token: bad gemv bands field '" + p[9] + "'");
-        o.gemv_bands = p[9] == "g1" ? GemvBands::every : GemvBands::spec;
-        p.erase(p.begin() + 9);
-        p[0] = "v2";
-    }
-    if (p.size() == 10 && p[0] == "v2") {
-        if (p[8].size() < 2 || p[8][0] != 't') bad_input("replay token: bad kda teams field '" + p[8] + "'");
-        o.kda_teams = int(parse_num(p[8].substr(1), "kda teams", o.gemv_bands != GemvBands::by_plan ? 1 : min_teams, 8));
-        p.erase(p.begin() + 8);
-        p[0] = "v1";
-    }
-    if (p.size() != 9 || p[0] != "v1")
-        bad_input("replay token must look like v1/SCHEDULE/SEED/rN/kN/a0|1/FAULT/bN/FIXTURE, "
-                  "v2/SCHEDULE/SEED/rN/kN/a0|1/FAULT/bN/tN/FIXTURE, v3/SCHEDULE/SEED/rN/kN/a0|1/FAULT/bN/tN/g0|1/FIXTURE "
-                  "or v4/SCHEDULE/SEED/rN/kN/a0|1/FAULT/bN/tN/ga|g0|g1/hN/FIXTURE (got '" + token + "')");
-    o.schedule = Schedule::parse(p[1]);
-    o.schedule.seed = uint64_t(parse_num(p[2], "seed", 0, (long long)(~0ull >> 1)));
-    if (p[3].size() < 2 || p[3][0] != 'r') bad_input("replay token: bad resident field '" + p[3] + "'");
-    o.resident = int(parse_num(p[3].substr(1), "resident", 0, 65536));
-    if (p[4].size() < 2 || p[4][0] != 'k') bad_input("replay token: bad steps field '" + p[4] + "'");
-    o.steps = int(parse_num(p[4].substr(1), "steps", 1, 64));
-    if (p[5] != "a0" && p[5] != "a1") bad_input("replay token: bad AMD field '" + p[5] + "'");
-    o.amd = p[5] == "a1";
-    o.fault = parse_fault(p[6]);
-    if (p[7].size() < 2 || p[7][0] != 'b') bad_input("replay token: bad blocks field '" + p[7] + "'");
-    o.blocks = int(parse_num(p[7].substr(1), "blocks", 0, 65536));
-    if (p[8] == "file") {
-        if (o.fixture.file.empty()) bad_input("replay token names a fixture file: give the FIXTURE argument too");
-    } else {
-        auto f = split(p[8], '.');
-        if (f.size() != 5 || f[1].size() < 2 || f[1][0] != 'R' || f[2].size() < 2 || f[2][0] != 'L' ||
-            f[3].size() < 3 || f[3].substr(0, 2) != "nb" || f[4].size() < 2 || f[4][0] != 's')
-            bad_input("replay token: bad fixture field '" + p[8] + "'");
-        o.fixture.file.clear();
-        o.fixture.preset = f[0];
-        o.fixture.R = int(parse_num(f[1].substr(1), "R", 1, 4096));
-        o.fixture.L = int(parse_num(f[2].substr(1), "L", 1, 64));
-        o.fixture.nb = int(parse_num(f[3].substr(2), "nb", 1, 8));
-        o.fixture.seed = uint64_t(parse_num(f[4].substr(1), "fixture seed", 0, (long long)(~0ull >> 1)));
-    }
-    return o;
 }
 
 int steps_for(const EmulateOptions& o) { return FaultHooks{o.fault}.launches(o.steps); }
@@ -198,7 +104,6 @@ Prepared prepare(const EmulateOptions& o, int steps) {
     PlanParams pp = PlanParams::defaults_for(fixture_in.cfg);
     if (o.blocks > 0) pp.blocks = o.blocks;
     apply_gemv_bands(pp, o.gemv_bands);
-    apply_g2_last(pp, o.g2_last);
     p.plan = Plan::build(fixture_in.cfg, pp);
     p.input = std::move(fixture_in);  // 100 MB for k3: moved, not copied
     extend(p, std::max(steps, 1));
@@ -403,7 +308,7 @@ EmulateResult emulate(Prepared& prep, const EmulateOptions& o) {
          std::to_string(pp.slice_width) + "), in_proj in " + std::to_string(plan.n_groups()) + " groups of " +
          std::to_string(pp.gemv_group_rows) + " on " + std::to_string(plan.n_gemv()) + " CTAs (" +
          (pp.gemv_every_cta ? "bands over every CTA" : "past the slices") +
-         (pp.g2_last_ctas > 0 ? ", g2 in a second pass" : "") + "), " + std::to_string(plan.n_kda_tasks()) + " kda tasks (" +
+"), " + std::to_string(plan.n_kda_tasks()) + " kda tasks (" +
          std::to_string(plan.n_chunks()) + " chunks of " + std::to_string(pp.kda_chunk_rows) + " rows); " +
          (pp.interleave_ctas ? "launch order interleaved (runs of " + std::to_string(pp.interleave_width) +
                                    " attn CTAs and " + std::to_string(pp.interleave_width) + " CTAs from " +

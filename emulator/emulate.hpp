@@ -39,13 +39,9 @@ struct EmulateOptions {
     bool timeline = false;       // record spans for a timeline
     int kda_teams = 1;           // kda tasks a CTA runs side by side, as the NVIDIA kernel does (2): Plan::with_kda_teams
     GemvBands gemv_bands = GemvBands::by_plan;  // who runs in_proj's bands (core/plan.hpp)
-    int g2_last = -1;  // PlanParams::g2_last_ctas where the bands lie past the slices (-1: the plan's), as gpu::device_plan
 };
 
-// The replay token: every choice of a run except a fixture file's path.
-std::string make_token(const EmulateOptions& o);
-// Overrides o's run choices with the token's (BadInput on a malformed token).
-EmulateOptions apply_token(EmulateOptions o, const std::string& token);
+// The replay token of a run: emulator/replay_token.hpp.
 
 struct Prepared {
     FixtureSpec fixture;

@@ -10,9 +10,8 @@
 // mbarrier; up to 16 rows 3 wide steps or 7 narrow ones are in flight while one is used, above
 // 16 rows 3 narrow ones (2 wide) (BatchStage::count). The plan's bands are wide up to 15 rows and
 // narrow from 16 (PlanParams::kSpreadGemvMinS), where it deals them over every CTA and an attn
-// CTA's pass starts after its ATTN_X (docs/kernel.md, "gemv bands"); with PlanParams::g2_last_ctas a
-// CTA has two bands, two passes (g2's second). Groups that are not contiguous (a hand-edited plan)
-// run as passes of their contiguous runs. x goes through the copy engine
+// CTA's pass starts after its ATTN_X (docs/kernel.md, "gemv bands"). Groups that are not contiguous
+// (a hand-edited plan) run as passes of their contiguous runs. x goes through the copy engine
 // too, 4 boxes of the step's S rows × 64 columns, up to 3 steps ahead (XBatch); through cp.async,
 // 16 bytes a thread, its copies had set the step's pace from ~8 rows (docs/performance.md, "x
 // through the copy engine"). The first steps' weights are in flight before x exists. Same

@@ -64,11 +64,9 @@ struct KdaTensors {
 void check_supported(const Config& cfg);
 // The plan a launch on this device runs: the k3 parameters, one CTA a multiprocessor (probe().sms),
 // in_proj's bands, the attn CTAs a slice and the launch placement as the plan chooses them for the
-// step unless `bands`, `attn_parts` (> 0; at most the step's rows), `placement` or `g2_last` (>= 0:
-// PlanParams::g2_last_ctas, where the bands are past the slices; bands over every CTA have no
-// second pass) say otherwise.
+// step unless `bands`, `attn_parts` (> 0; at most the step's rows) or `placement` say otherwise.
 Plan device_plan(const Config& cfg, GemvBands bands = GemvBands::by_plan, int attn_parts = 0,
-                 Placement placement = Placement::by_plan, int g2_last = -1);
+                 Placement placement = Placement::by_plan);
 // Dtype, shape, strides, alignment (16 bytes where the kernel loads 16 bytes at a time) and
 // overlap of every view, against cfg. Host-only: reads no device memory. BadInput names the tensor.
 // Slot values and num_accepted live on the device: the kernel checks them before it writes
@@ -134,7 +132,6 @@ struct RunOptions {
     bool packed_state_pages = false;  // conv and ssm state of a slot in one page (strided slots)
     int64_t poll_timeout_ms = 2000;
     Placement placement = Placement::by_plan;  // device_plan
-    int g2_last = -1;                          // device_plan
 };
 
 // Device copies of one fixture's tensors, a launcher, and the outputs.

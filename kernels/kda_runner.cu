@@ -99,7 +99,7 @@ KdaRunner::KdaRunner(const StepInputs& in, const RunOptions& opt) : impl_(new Im
     lo.export_handoffs = opt.export_handoffs;
     lo.poll_timeout_ms = opt.poll_timeout_ms;
     lo.exact_in_proj = opt.exact_in_proj;
-    m.launcher.reset(new KdaLauncher(device_plan(c, GemvBands::by_plan, 0, opt.placement, opt.g2_last), lo));
+    m.launcher.reset(new KdaLauncher(device_plan(c, GemvBands::by_plan, 0, opt.placement), lo));
     check_hip(hipStreamCreateWithFlags(&m.stream, hipStreamNonBlocking), "creating a stream");
     check_hip(hipEventCreate(&m.ev0), "creating an event");
     check_hip(hipEventCreate(&m.ev1), "creating an event");

@@ -7,6 +7,7 @@
 #include "core/error.hpp"
 
 #include "emulator/emulate.hpp"
+#include "emulator/replay_token.hpp"
 #include "reference/reference.hpp"
 
 namespace monokda::emu::test {

@@ -49,22 +49,11 @@ TEST_CASE("--gemv-bands every|spec runs the small preset with either layout, and
         const std::string token = replay_token(r.out);
         INFO(r.out);
         CHECK((r.code == 0 && contains(r.out, "VERDICT: PASS") && contains(r.out, layout)));
-        REQUIRE(token.rfind("v3/", 0) == 0);
+        REQUIRE(token.rfind("v5,", 0) == 0);
+        CHECK(contains(token, ",gemv-bands=" + g + ","));
         CliResult again = run_cli({"emulate", "--replay", token, "--no-envelope"});
         CHECK((again.code == 0 && contains(again.out, layout)));
     }
-}
-
-TEST_CASE("--g2-last N runs g2's second pass, says so, and its v4 token replays it") {
-    CliResult r = run_cli({"emulate", "--config", "small", "--g2-last", "6", "--no-envelope"});
-    const std::string token = replay_token(r.out);
-    INFO(r.out);
-    CHECK((r.code == 0 && contains(r.out, "VERDICT: PASS") && contains(r.out, "on 6 CTAs (past the slices, g2 in a second pass)")));
-    REQUIRE(token.rfind("v4/", 0) == 0);
-    CliResult again = run_cli({"emulate", "--replay", token, "--no-envelope"});
-    CHECK((again.code == 0 && contains(again.out, "g2 in a second pass")));
-    CliResult off = run_cli({"emulate", "--config", "small", "--g2-last", "off", "--no-envelope"});
-    CHECK((off.code == 0 && !contains(off.out, "second pass") && replay_token(off.out).rfind("v4/", 0) == 0));
 }
 
 TEST_CASE("faults exit 1 with their verdict; --list-faults lists them") {
@@ -86,7 +75,7 @@ TEST_CASE("outputs, envelope and timeline files; a fixture file as input") {
                            "--envelope-out", dir / "env.json", "--timeline", dir / "t.svg"});
     INFO(r.out);
     REQUIRE(r.code == 0);
-    CHECK(contains(r.out, "--replay v1/rr/1/r0/k1/a0/none/b0/file"));
+    CHECK(contains(r.out, " --replay v5,fixture=file,blocks=0,gemv-bands=auto,kda-teams=1,schedule=rr,seed=1,"));
     StepInputs in = StepInputs::from_file(read_safetensors(dir / "f.safetensors"));
     Plan plan = Plan::build(in.cfg, PlanParams::defaults_for(in.cfg));
     TensorFile mine = read_safetensors(dir / "out.safetensors");
@@ -121,8 +110,6 @@ TEST_CASE("bad input exits 2 and writes nothing") {
         {"--config", "small", "--blocks", "16"},
         {"--config", "small", "--blocks", "-3"},
         {"--config", "small", "--gemv-bands", "all"},
-        {"--config", "small", "--g2-last", "1"},
-        {"--config", "small", "--g2-last", "9"},
         {"--config", "small", "--resident", "-1"},
         {"--config", "small", "--nb", "9"},
         {"--config", "small", "--L", "0"},

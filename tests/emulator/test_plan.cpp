@@ -423,68 +423,7 @@ TEST_CASE("plan parameters are validated, naming the field") {
     p = PlanParams::preset("k3"); p.attn_row_parts = 0; bad(p, "attn_row_parts");
     p = PlanParams::preset("k3"); p.attn_row_parts = 9; bad(p, "attn_row_parts");  // the k3 config has 8 rows
     p = PlanParams::preset("k3"); p.attn_row_parts = 3; bad(p, "blocks must exceed the attn CTAs");  // 168 of 132
-    p = PlanParams::preset("k3"); p.g2_last_ctas = 1; bad(p, "g2_last_ctas");
-    p = PlanParams::preset("k3"); p.g2_last_ctas = 77; bad(p, "g2_last_ctas");  // 76 CTAs past the slices
-    p = PlanParams::preset("k3"); p.g2_last_ctas = 66; p.gemv_every_cta = true; bad(p, "g2_last_ctas");
     CHECK_THROWS_AS(PlanParams::preset("h100"), BadInput);
-    CHECK_THROWS_AS(parse_g2_last("1"), BadInput);
-    CHECK_THROWS_AS(parse_g2_last("66x"), BadInput);
-    CHECK(parse_g2_last("auto") == -1);
-    CHECK(parse_g2_last("off") == 0);
-    CHECK(parse_g2_last("66") == 66);
-    // only groups wholly inside proj columns 3E..4E are g2's: 20-row groups of k3 (E = 1536)
-    // straddle both ends (4608 / 20 = 230.4, 6144 / 20 = 307.2)
-    CHECK(g2_groups(k3(), 20).first == 231);
-    CHECK(g2_groups(k3(), 20).end == 307);
-    CHECK(g2_groups(k3(), 4096).first == g2_groups(k3(), 4096).end);  // none: a group wider than g2
-}
-
-TEST_CASE("g2 last: every band CTA runs a band of the other groups, then one of g2's; each group once, contiguous") {
-    for (const auto& [R, L, C] : {std::tuple{1, 1, 66}, std::tuple{2, 4, 66}, std::tuple{1, 1, 76}, std::tuple{5, 3, 60}}) {
-        CAPTURE(R); CAPTURE(L); CAPTURE(C);
-        Config c = k3();
-        c.R = R, c.L = L, c.slots = c.S() + 1;
-        PlanParams pp = PlanParams::k3_for(c, 132);
-        pp.g2_last_ctas = C;
-        const Plan p = Plan::build(c, pp);
-        check_structure(p);
-        CHECK(p.n_gemv() == C);
-        // g2 = proj columns 3E..4E = groups 288..383 (SPEC §3 B), from the config's arithmetic
-        const int g2_first = 3 * 1536 / 16, g2_end = 4 * 1536 / 16;
-        CHECK(g2_groups(c, 16).first == g2_first);
-        CHECK(g2_groups(c, 16).end == g2_end);
-        auto is_g2 = [&](int g) { return g >= g2_first && g < g2_end; };
-        std::set<int> seen;
-        int most = 0, least = 1000;
-        for (int cta = 0; cta < 132; ++cta) {
-            // the CTA's GEMV_GROUPs, cut into runs of consecutive groups (the kernel's passes)
-            std::vector<std::vector<int>> runs;
-            for (const Instr& in : p.instrs(cta)) {
-                if (in.opcode() != Op::GEMV_GROUP) continue;
-                CHECK(seen.insert(in.a).second);
-                CHECK(p.gemv_cta(in.a) == cta);
-                if (runs.empty() || runs.back().back() + 1 != in.a) runs.push_back({});
-                runs.back().push_back(in.a);
-            }
-            if (cta < 56 || cta >= 56 + C) {
-                CHECK(runs.empty());
-                continue;
-            }
-            // two passes (one where g2 has fewer groups than the CTAs), the first not g2, the second g2
-            REQUIRE(!runs.empty());
-            CHECK(runs.size() <= 2);
-            for (int g : runs[0]) CHECK(!is_g2(g));
-            if (runs.size() == 2)
-                for (int g : runs[1]) CHECK(is_g2(g));
-            CHECK(runs[0].size() <= 6);  // a pass of the kernel (kBatchGroups)
-            int n = 0;
-            for (const auto& r : runs) n += int(r.size());
-            most = std::max(most, n), least = std::min(least, n);
-        }
-        CHECK(seen.size() == 393);
-        CHECK(most - least <= 2);  // balanced: each CTA's rows within two groups of every other's
-        CHECK(p.min_residency() <= 132);
-    }
 }
 
 TEST_CASE("the structural checker fires on planted plan bugs") {

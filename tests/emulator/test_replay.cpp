@@ -65,54 +65,54 @@ TEST_CASE("replaying a token reproduces the verdict and the history, passing or 
     }
 }
 
-TEST_CASE("the gemv bands choice travels in a v3 token, with the kda teams") {
+TEST_CASE("the gemv bands choice and the kda teams travel in the token, by name") {
     Prepared& p = small_prepared();
     Prepared every = prepare([] { EmulateOptions o = small_options(); o.gemv_bands = GemvBands::every; return o; }(), 1);
     REQUIRE(every.plan.params().gemv_every_cta);
     REQUIRE(!p.plan.params().gemv_every_cta);  // the small preset's default: SPEC §4's layout
     for (int teams : {1, 2})
         for (GemvBands bands : {GemvBands::spec, GemvBands::every}) {
-            const int g = bands == GemvBands::every;
             EmulateOptions o = small_options();
             o.kda_teams = teams;
             o.gemv_bands = bands;
             o.schedule = Schedule::parse("pct");
             o.schedule.seed = 11;
-            CHECK(contains(make_token(o), "/t" + std::to_string(teams) + "/g" + std::to_string(g) + "/small."));
-            const EmulateOptions back = round_trip(g ? every : p, o, "v3/");
+            const std::string t = make_token(o);
+            CHECK(contains(t, std::string(",gemv-bands=") + (bands == GemvBands::every ? "every" : "spec") + ","));
+            CHECK(contains(t, ",kda-teams=" + std::to_string(teams) + ","));
+            const EmulateOptions back = round_trip(bands == GemvBands::every ? every : p, o, "v5,");
             CHECK(back.gemv_bands == bands);
             CHECK(back.kda_teams == teams);
         }
-    // a v1 or v2 token leaves the choice to the plan
-    EmulateOptions o = small_options();
-    o.gemv_bands = GemvBands::every;
-    CHECK(apply_token(o, "v1/random/1/r0/k1/a0/none/b0/small.R2.L4.nb4.s1").gemv_bands == GemvBands::by_plan);
-    CHECK(apply_token(o, "v2/random/1/r0/k1/a0/none/b0/t2/small.R2.L4.nb4.s1").gemv_bands == GemvBands::by_plan);
 }
 
-TEST_CASE("g2's second pass travels in a v4 token, with the bands choice (ga: the plan's) and the kda teams") {
-    Prepared& p = small_prepared();
-    EmulateOptions base = small_options();
-    base.g2_last = 6;  // the small preset: 8 CTAs past its 16 attn CTAs
-    Prepared g2 = prepare(base, 1);
-    REQUIRE(g2.plan.params().g2_last_ctas == 6);
-    REQUIRE(p.plan.params().g2_last_ctas == 0);
-    for (int teams : {1, 2})
-        for (GemvBands bands : {GemvBands::by_plan, GemvBands::spec}) {
-            EmulateOptions o = base;
-            o.kda_teams = teams;
-            o.gemv_bands = bands;
-            o.schedule = Schedule::parse("pct");
-            o.schedule.seed = 5;
-            CHECK(contains(make_token(o), "/t" + std::to_string(teams) + (bands == GemvBands::spec ? "/g0" : "/ga") + "/h6/small."));
-            const EmulateOptions back = round_trip(g2, o, "v4/");
-            CHECK(back.g2_last == 6);
-            CHECK(back.gemv_bands == bands);
-            CHECK(back.kda_teams == teams);
-        }
-    // older tokens leave the choice to the plan
-    CHECK(apply_token(base, "v3/random/1/r0/k1/a0/none/b0/t1/g0/small.R2.L4.nb4.s1").g2_last == -1);
-    CHECK(apply_token(base, "v1/random/1/r0/k1/a0/none/b0/small.R2.L4.nb4.s1").g2_last == -1);
+TEST_CASE("the token names every field; an omitted field takes its option's default, in any order") {
+    EmulateOptions o = small_options();
+    o.schedule = Schedule::parse("delay:cta:3");
+    o.schedule.seed = 77;
+    o.fault = Fault::stale_epoch_tag;
+    o.steps = 3;
+    o.amd = true;
+    o.resident = 20;
+    CHECK(make_token(o) == "v5,config=small,R=2,L=4,nb=4,fixture-seed=1,blocks=0,gemv-bands=auto,kda-teams=1,"
+                           "schedule=delay:cta:3,seed=77,resident=20,steps=3,amd=1,inject=stale_epoch_tag");
+    // the same run, its fields shuffled and the defaults left out
+    const EmulateOptions back = apply_token(EmulateOptions{}, "v5,inject=stale_epoch_tag,amd=1,steps=3,resident=20,"
+                                                              "seed=77,schedule=delay:cta:3,config=small");
+    CHECK(make_token(back) == make_token(o));
+    // every choice comes from the token: the caller's choices do not leak through
+    EmulateOptions busy = o;
+    busy.kda_teams = 2;
+    busy.gemv_bands = GemvBands::every;
+    CHECK(make_token(apply_token(busy, "v5")) == make_token(EmulateOptions{}));
+    // a fixture file: the token says so, and replaying it needs the file again
+    EmulateOptions f = small_options();
+    f.fixture.file = "/some/step.safetensors";
+    const std::string ft = make_token(f);
+    CHECK(ft.rfind("v5,fixture=file,blocks=0,", 0) == 0);
+    CHECK(!contains(ft, "config="));
+    CHECK(apply_token(f, ft).fixture.file == "/some/step.safetensors");
+    CHECK_THROWS_AS(apply_token(small_options(), ft), BadInput);
 }
 
 TEST_CASE("the history names CTA, role, stage and mailbox entry, one line per event") {
@@ -128,22 +128,29 @@ TEST_CASE("the history names CTA, role, stage and mailbox entry, one line per ev
     CHECK(contains(h, "store XRDY[slice 0] tag 1 (release"));
 }
 
-TEST_CASE("malformed replay tokens are bad input") {
-    for (const char* t : {"", "v2/random/1/r0/k1/a0/none/b0/small.R2.L4.nb4.s1", "v1/random/1/r0/k1/a0/none/b0",
-                          "v1/chaos/1/r0/k1/a0/none/b0/small.R2.L4.nb4.s1", "v1/random/x/r0/k1/a0/none/b0/small.R2.L4.nb4.s1",
-                          "v1/random/1/q0/k1/a0/none/b0/small.R2.L4.nb4.s1", "v1/random/1/r0/k0/a0/none/b0/small.R2.L4.nb4.s1",
-                          "v1/random/1/r0/k1/a2/none/b0/small.R2.L4.nb4.s1", "v1/random/1/r0/k1/a0/bogus/b0/small.R2.L4.nb4.s1",
-                          "v1/random/1/r0/k1/a0/none/b0/small.R2.L4", "v1/random/1/r0/k1/a0/none/b0/file",
-                          "v1/random/-1/r0/k1/a0/none/b0/small.R2.L4.nb4.s1",
-                          "v3/random/1/r0/k1/a0/none/b0/t1/g2/small.R2.L4.nb4.s1",
-                          "v3/random/1/r0/k1/a0/none/b0/t1/small.R2.L4.nb4.s1",
-                          "v3/random/1/r0/k1/a0/none/b0/g1/t1/small.R2.L4.nb4.s1",
-                          "v3/random/1/r0/k1/a0/none/b0/t0/g1/small.R2.L4.nb4.s1",
-                          "v4/random/1/r0/k1/a0/none/b0/t1/ga/small.R2.L4.nb4.s1",
-                          "v4/random/1/r0/k1/a0/none/b0/t1/ga/x6/small.R2.L4.nb4.s1",
-                          "v4/random/1/r0/k1/a0/none/b0/t1/gb/h6/small.R2.L4.nb4.s1",
-                          "v4/random/1/r0/k1/a0/none/b0/t1/ga/h-1/small.R2.L4.nb4.s1"}) {
-        INFO(t);
-        CHECK_THROWS_AS(apply_token(small_options(), t), BadInput);
+TEST_CASE("malformed replay tokens are bad input, naming what is wrong") {
+    struct Bad { const char* token; const char* says; };
+    for (const Bad b : {Bad{"", "must start with v5"}, Bad{"v6,seed=1", "must start with v5"},
+                        Bad{"v5,seed", "is not NAME=VALUE"}, Bad{"v5,=3", "is not NAME=VALUE"},
+                        Bad{"v5,seed=1,seed=2", "seed appears twice"}, Bad{"v5,speed=1", "unknown field 'speed'"},
+                        Bad{"v5,seed=x", "seed must be a number"}, Bad{"v5,seed=-1", "seed must be a number"},
+                        Bad{"v5,steps=0", "steps must be 1..64"}, Bad{"v5,steps=65", "steps must be 1..64"},
+                        Bad{"v5,amd=2", "amd must be 0..1"}, Bad{"v5,kda-teams=0", "kda-teams must be 1..8"},
+                        Bad{"v5,nb=9", "nb must be 1..8"}, Bad{"v5,R=0", "R must be 1..4096"},
+                        Bad{"v5,schedule=chaos", "schedule"}, Bad{"v5,inject=bogus", "unknown fault 'bogus'"},
+                        Bad{"v5,gemv-bands=all", "--gemv-bands must be auto, spec or every"},
+                        Bad{"v5,fixture=mine.safetensors", "fixture must be 'file'"},
+                        Bad{"v5,fixture=file,L=2", "contradicts the built-in fixture field L"},
+                        Bad{"v5,fixture=file", "give the FIXTURE argument too"},
+                        // the positional formats of earlier versions: refused, their fields spelt out
+                        Bad{"v1/random/1/r0/k1/a0/none/b0/small.R2.L4.nb4.s1", "positional format"},
+                        Bad{"v4/random/1/r0/k1/a0/none/b0/t1/ga/h6/small.R2.L4.nb4.s1", "v1/SCHEDULE/SEED/rRESIDENT"}}) {
+        INFO(b.token);
+        try {
+            apply_token(small_options(), b.token);
+            FAIL("accepted");
+        } catch (const BadInput& e) {
+            CHECK(contains(e.what(), b.says));
+        }
     }
 }
