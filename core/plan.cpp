@@ -1,8 +1,9 @@
 #include "core/plan.hpp"
 
 #include <algorithm>
-#include <stdexcept>
 #include <cstring>
+#include <iterator>
+#include <stdexcept>
 
 #include "core/error.hpp"
 
@@ -222,23 +223,42 @@ std::string Plan::describe(const Instr& in) const {
     return "OP" + s(in.op) + "(" + s(in.a) + ", " + s(in.b) + ", " + s(in.c) + ")";
 }
 
+void Plan::init_layout() {
+    const Config& cfg = cfg_;
+    n_attn_ = cfg.D / params_.slice_width;
+    n_groups_ = cfg.N / params_.gemv_group_rows;
+    n_chunks_ = cfg.V / params_.kda_chunk_rows;
+    for (int m = 0; m < kMailboxCount; ++m) {
+        int64_t n = 1;
+        for (const Dim& d : entry_dims(Mailbox(m))) n *= d.size;
+        entries_[m] = int(n);
+    }
+}
+
+std::vector<Plan::Dim> Plan::entry_dims(Mailbox m) const {
+    const int S = cfg_.S();
+    switch (m) {
+        case Mailbox::PART: return {{"row", S}, {"src", cfg_.nb + 1}, {"slice", n_attn_}};
+        case Mailbox::WGT: return {{"row", S}};
+        case Mailbox::MSQ: return {{"row", S}, {"slice", n_attn_}};
+        case Mailbox::XRDY: return {{"slice", n_attn_}, {"part", params_.attn_row_parts}};
+        case Mailbox::PROJ: return {{"group", n_groups_}};
+        case Mailbox::QK: return {{"r", cfg_.R}, {"h", cfg_.H}, {"chunk", n_chunks_}};
+        case Mailbox::ONRM: return {{"row", S}, {"h", cfg_.H}, {"chunk", n_chunks_}};
+        case Mailbox::count: break;
+    }
+    return {};
+}
+
 Plan Plan::build(const Config& cfg, const PlanParams& params) {
     cfg.validate();
     params.validate(cfg);
     Plan p;
     p.cfg_ = cfg;
     p.params_ = params;
-    p.n_attn_ = cfg.D / params.slice_width;
-    p.n_groups_ = cfg.N / params.gemv_group_rows;
-    p.n_chunks_ = cfg.V / params.kda_chunk_rows;
+    p.init_layout();
+    p.order_ = p.decomposition_order();
     const int S = cfg.S();
-    p.entries_[int(Mailbox::PART)] = S * (cfg.nb + 1) * p.n_attn_;
-    p.entries_[int(Mailbox::WGT)] = S;
-    p.entries_[int(Mailbox::MSQ)] = S * p.n_attn_;
-    p.entries_[int(Mailbox::XRDY)] = p.n_attn_ * params.attn_row_parts;
-    p.entries_[int(Mailbox::PROJ)] = p.n_groups_;
-    p.entries_[int(Mailbox::QK)] = cfg.R * cfg.H * p.n_chunks_;
-    p.entries_[int(Mailbox::ONRM)] = S * cfg.H * p.n_chunks_;
 
     p.instrs_.assign(size_t(params.blocks), {});
     for (int part = 0; part < params.attn_row_parts; ++part)  // attn CTAs: slice and rows, the gates of rows ≡ cta, mix, x
@@ -263,7 +283,7 @@ Plan Plan::build(const Config& cfg, const PlanParams& params) {
     for (int r = 0; r < cfg.R; ++r)
         for (int h = 0; h < cfg.H; ++h)
             for (int c = 0; c < p.n_chunks_; ++c) {
-                auto& l = p.instrs_[size_t(p.kda_cta(r, h, c))];
+                auto& l = p.instrs_[size_t(p.kda_task_index(r, h, c) % params.blocks)];
                 for (Op op : {Op::KDA_LOAD, Op::KDA_CONV, Op::KDA_REC, Op::KDA_NORM})
                     l.push_back({int32_t(op), r, h, c});
             }
@@ -307,19 +327,27 @@ void Plan::deal_gemv_bands() {
 Plan Plan::with_kda_teams(int teams) const {
     if (teams < 1 || teams > 8) throw BadInput("plan: kda teams must be 1..8, not " + std::to_string(teams));
     Plan q = *this;
-    for (int cta = 0; cta < launch_blocks() && teams > 1; ++cta) {
-        std::vector<Instr>& l = q.instrs_[size_t(cta)];
-        const int f = kda_team_tasks_begin(l.data(), int(l.size()));
-        if (f < 0) continue;
-        std::vector<std::vector<Instr>> team(static_cast<size_t>(teams));
+    // a file's waits and products move with their instructions (a built plan derives them again)
+    auto deal = [&](auto& lists, int cta, int f) {
+        auto& l = lists[size_t(cta)];
+        std::vector<std::decay_t<decltype(l)>> team(static_cast<size_t>(teams));
         for (int i = f; i < int(l.size()); ++i) team[size_t((i - f) / 4 % teams)].push_back(l[size_t(i)]);
         l.resize(size_t(f));
         l.insert(l.end(), team[0].begin(), team[0].end());
-        for (int t = 1; t < teams; ++t) {
-            if (team[size_t(t)].empty()) continue;
-            q.instrs_.push_back(team[size_t(t)]);
-            q.team_parent_.push_back(cta);
+        for (int t = 1; t < teams; ++t)
+            if (!team[size_t(t)].empty()) lists.push_back(team[size_t(t)]);
+    };
+    for (int cta = 0; cta < launch_blocks() && teams > 1; ++cta) {
+        const std::vector<Instr>& l = q.instrs_[size_t(cta)];
+        const int f = kda_team_tasks_begin(l.data(), int(l.size()));
+        if (f < 0) continue;
+        const size_t before = q.instrs_.size();
+        deal(q.instrs_, cta, f);
+        if (explicit_waits_) {
+            deal(q.waits_, cta, f);
+            deal(q.produces_, cta, f);
         }
+        q.team_parent_.insert(q.team_parent_.end(), q.instrs_.size() - before, cta);
     }
     q.derive();
     return q;
@@ -400,23 +428,57 @@ bool Plan::derive_one(const Instr& in, std::vector<Wait>& w, std::vector<Mailbox
 
 void Plan::derive() {
     derive_problems_.clear();
-    waits_.assign(instrs_.size(), {});
-    produces_.assign(instrs_.size(), {});
-    producer_.assign(size_t(kMailboxCount), {});
-    for (int m = 0; m < kMailboxCount; ++m) producer_[size_t(m)].assign(size_t(entries_[m]), Producer{-1, -1});
+    product_problems_.clear();
+    products_match_ = true;
+    // what every instruction needs and stores: a built plan's waits and products; a file's are
+    // its own (waits_, produces_), checked against these
+    std::vector<std::vector<std::vector<Wait>>> need(instrs_.size());
+    std::vector<std::vector<std::vector<MailboxRef>>> store(instrs_.size());
     for (size_t cta = 0; cta < instrs_.size(); ++cta) {
         const auto& l = instrs_[cta];
-        waits_[cta].resize(l.size());
-        produces_[cta].resize(l.size());
+        need[cta].resize(l.size());
+        store[cta].resize(l.size());
         for (size_t i = 0; i < l.size(); ++i) {
             const int op = l[i].op;
             if (op < int(Op::ATTN_PART) || op > int(Op::KDA_NORM))
                 derive_problems_.push_back("CTA " + std::to_string(cta) + " instruction " + std::to_string(i) +
                                            ": unknown opcode " + std::to_string(op));
-            if (!derive_one(l[i], waits_[cta][i], produces_[cta][i]) && op >= int(Op::ATTN_PART) &&
+            if (!derive_one(l[i], need[cta][i], store[cta][i]) && op >= int(Op::ATTN_PART) &&
                 op <= int(Op::KDA_NORM))
                 derive_problems_.push_back("CTA " + std::to_string(cta) + " " + describe(l[i]) +
                                            ": operands out of range");
+        }
+    }
+    if (explicit_waits_) {
+        needs_ = std::move(need);
+        for (size_t cta = 0; cta < instrs_.size(); ++cta)
+            for (size_t i = 0; i < instrs_[cta].size(); ++i) {
+                auto listed = produces_[cta][i], stored = store[cta][i];
+                auto less = [](const MailboxRef& a, const MailboxRef& b) {
+                    return a.box != b.box ? a.box < b.box : a.entry < b.entry;
+                };
+                std::sort(listed.begin(), listed.end(), less);
+                std::sort(stored.begin(), stored.end(), less);
+                if (listed == stored) continue;
+                products_match_ = false;
+                std::vector<MailboxRef> extra, missing;
+                std::set_difference(listed.begin(), listed.end(), stored.begin(), stored.end(), std::back_inserter(extra), less);
+                std::set_difference(stored.begin(), stored.end(), listed.begin(), listed.end(), std::back_inserter(missing), less);
+                const std::string at = "CTA " + std::to_string(cta) + " instruction " + std::to_string(i) + " " +
+                                       describe(instrs_[cta][i]) + ": ";
+                if (!extra.empty()) product_problems_.push_back(at + "lists as its product " + entry_list(extra) + ", which it does not store");
+                if (!missing.empty()) product_problems_.push_back(at + "stores " + entry_list(missing) + ", which it does not list as its product");
+                if (extra.empty() && missing.empty()) product_problems_.push_back(at + "lists a product twice");
+            }
+    } else {
+        waits_ = std::move(need);
+        produces_ = std::move(store);
+    }
+    producer_.assign(size_t(kMailboxCount), {});
+    for (int m = 0; m < kMailboxCount; ++m) producer_[size_t(m)].assign(size_t(entries_[m]), Producer{-1, -1});
+    for (size_t cta = 0; cta < instrs_.size(); ++cta) {
+        const auto& l = instrs_[cta];
+        for (size_t i = 0; i < l.size(); ++i) {
             for (const MailboxRef& e : produces_[cta][i]) {
                 Producer& p = producer_[size_t(e.box)][size_t(e.entry)];
                 if (p.cta == -1) p = Producer{int32_t(cta), int32_t(i)};
@@ -428,6 +490,42 @@ void Plan::derive() {
             }
         }
     }
+    index_lists();
+}
+
+void Plan::index_lists() {
+    kda_cta_.assign(size_t(n_kda_tasks()), -1);
+    if (explicit_waits_) {
+        gemv_cta_.assign(size_t(n_groups_), -1);
+        bands_.clear();
+        first_role_.assign(instrs_.size(), int32_t(Role::kda));
+    }
+    std::vector<char> gemv(instrs_.size(), 0);
+    for (size_t cta = 0; cta < instrs_.size(); ++cta) {
+        const auto& l = instrs_[cta];
+        for (size_t i = 0; i < l.size(); ++i) {
+            const Instr& in = l[i];
+            if (in.opcode() == Op::KDA_LOAD && in.a >= 0 && in.a < cfg_.R && in.b >= 0 && in.b < cfg_.H && in.c >= 0 &&
+                in.c < n_chunks_)
+                kda_cta_[size_t(kda_task_index(in.a, in.b, in.c))] = team_parent(int(cta));
+            if (!explicit_waits_ || in.opcode() != Op::GEMV_GROUP || in.a < 0 || in.a >= n_groups_) continue;
+            if (gemv_cta_[size_t(in.a)] < 0) gemv_cta_[size_t(in.a)] = int32_t(cta);
+            gemv[cta] = 1;
+            if (!bands_.empty() && bands_.back().cta == int32_t(cta) && bands_.back().first + bands_.back().count == in.a)
+                ++bands_.back().count;
+            else
+                bands_.push_back({int32_t(cta), in.a, 1});
+        }
+        if (explicit_waits_ && !l.empty()) first_role_[cta] = int32_t(role_of(l[0].opcode()));
+    }
+    if (explicit_waits_) n_gemv_ = int(std::count(gemv.begin(), gemv.end(), 1));
+}
+
+std::string Plan::entry_list(const std::vector<MailboxRef>& es, size_t most) const {
+    std::string s;
+    for (size_t k = 0; k < es.size() && k < most; ++k) s += (k ? ", " : "") + entry_name(es[k]);
+    if (es.size() > most) s += " and " + std::to_string(es.size() - most) + " more";
+    return s;
 }
 
 std::vector<std::string> Plan::structural_problems() const {
@@ -450,6 +548,7 @@ std::vector<std::string> Plan::structural_problems() const {
     if (out.empty() && finishing_ctas(blocks()) != blocks())
         out.push_back("circular wait: with every CTA resident only " + std::to_string(finishing_ctas(blocks())) +
                       " of " + std::to_string(blocks()) + " CTAs finish");
+    if (explicit_waits_) file_problems(out);
     return out;
 }
 
@@ -578,6 +677,11 @@ void Plan::set_instr(int cta, int i, const Instr& in) {
     if (cta < 0 || cta >= blocks() || i < 0 || i >= int(instrs_[size_t(cta)].size()))
         bad_input("plan: no instruction " + std::to_string(i) + " on CTA " + std::to_string(cta));
     instrs_[size_t(cta)][size_t(i)] = in;
+    if (explicit_waits_) {  // the changed instruction waits for and stores what its semantics say
+        waits_[size_t(cta)][size_t(i)].clear();
+        produces_[size_t(cta)][size_t(i)].clear();
+        derive_one(in, waits_[size_t(cta)][size_t(i)], produces_[size_t(cta)][size_t(i)]);
+    }
     derive();
 }
 
@@ -585,6 +689,10 @@ void Plan::erase_instr(int cta, int i) {
     if (cta < 0 || cta >= blocks() || i < 0 || i >= int(instrs_[size_t(cta)].size()))
         bad_input("plan: no instruction " + std::to_string(i) + " on CTA " + std::to_string(cta));
     instrs_[size_t(cta)].erase(instrs_[size_t(cta)].begin() + i);
+    if (explicit_waits_) {
+        waits_[size_t(cta)].erase(waits_[size_t(cta)].begin() + i);
+        produces_[size_t(cta)].erase(produces_[size_t(cta)].begin() + i);
+    }
     derive();
 }
 
@@ -592,6 +700,13 @@ void Plan::insert_instr(int cta, int i, const Instr& in) {
     if (cta < 0 || cta >= blocks() || i < 0 || i > int(instrs_[size_t(cta)].size()))
         bad_input("plan: cannot insert at " + std::to_string(i) + " on CTA " + std::to_string(cta));
     instrs_[size_t(cta)].insert(instrs_[size_t(cta)].begin() + i, in);
+    if (explicit_waits_) {
+        std::vector<Wait> w;
+        std::vector<MailboxRef> p;
+        derive_one(in, w, p);
+        waits_[size_t(cta)].insert(waits_[size_t(cta)].begin() + i, std::move(w));
+        produces_[size_t(cta)].insert(produces_[size_t(cta)].begin() + i, std::move(p));
+    }
     derive();
 }
 

@@ -197,13 +197,31 @@ constexpr int kPlanCtaBeginWord = int(sizeof(PlanHeader) / 4) + 2 * kMailboxCoun
 constexpr int32_t kPlanMagic = 0x4c504b4d;  // "MKPL"
 constexpr int32_t kPlanVersion = 3;  // 2: attn_row_parts, the slice instructions' part operand; 3: lists in launch order
 
+// What a launch of the plan assumes of the device: the plan file's "target" and "launch" sections
+// (docs/plan-file.md). A built plan is one CTA a multiprocessor, every CTA co-resident.
+struct PlanTarget {
+    std::string name = "H200";     // the part the layout is for (reports name it)
+    bool in_order_loads = false;   // AMD: a poll's load retires behind every earlier load of its CTA
+    int co_resident = 0;           // CTAs the device holds at once; 0: the launch's CTAs (one a SM/CU)
+    bool cooperative = true;       // every CTA co-resident, or the launch is refused (SPEC §4.1)
+};
+
 class Plan {
 public:
     // Validates cfg and params (BadInput naming the field).
     static Plan build(const Config& cfg, const PlanParams& params);
 
     const Config& config() const { return cfg_; }
+    // Built: the knobs it was built from. Read from a file: blocks and the layout's granularity
+    // (slice_width, attn_row_parts, gemv_group_rows, kda_chunk_rows); the rest as defaulted.
     const PlanParams& params() const { return params_; }
+    const PlanTarget& target() const { return target_; }
+    void set_target(const PlanTarget& t) { target_ = t; }
+    int co_resident() const { return target_.co_resident > 0 ? target_.co_resident : launch_blocks(); }
+    // The file it was read from ("" for a built plan), and the file's name for the plan.
+    const std::string& source() const { return source_; }
+    const std::string& name() const { return name_; }
+    void set_name(const std::string& n) { name_ = n; }
     int blocks() const { return params_.blocks + int(team_parent_.size()); }  // lists (with_kda_teams: more than the launch's)
     int launch_blocks() const { return params_.blocks; }
     // The list launch CTA b runs (PlanParams::interleave_ctas; else b), and the launch CTA of a list;
@@ -231,7 +249,9 @@ public:
     int qk_share() const { return cfg_.K / n_chunks_; }  // q (and k) channels a kda task convolves
     int n_kda_tasks() const { return cfg_.R * cfg_.H * n_chunks_; }
     // a with_kda_teams list past the launch's CTAs holds kda tasks only
+    // (read from a file: the role of the list's first instruction)
     Role first_role(int cta) const {
+        if (!first_role_.empty()) return Role(first_role_[size_t(cta)]);
         return cta < n_attn_ctas() ? Role::attn : cta < launch_blocks() ? Role::gemv : Role::kda;
     }
 
@@ -248,7 +268,8 @@ public:
     struct Band { int32_t cta, first, count; };
     const std::vector<Band>& gemv_bands() const { return bands_; }
     int kda_task_index(int r, int h, int chunk) const { return (r * cfg_.H + h) * n_chunks_ + chunk; }
-    int kda_cta(int r, int h, int chunk) const { return kda_task_index(r, h, chunk) % launch_blocks(); }
+    // the CTA (place) whose list holds the task; -1: none
+    int kda_cta(int r, int h, int chunk) const { return kda_cta_[size_t(kda_task_index(r, h, chunk))]; }
     int group_of_col(int proj_col) const { return proj_col / params_.gemv_group_rows; }
 
     // Mailbox entry indices (row-major over the listed dims) and sizes.
@@ -264,6 +285,10 @@ public:
     // Words of one entry: PART 2 (Σv², Σv·wq), WGT nb+2 (e_0..e_nb, Σe), MSQ/ONRM 1, flags 1.
     int words_per_entry(Mailbox m) const;
     std::string entry_name(const MailboxRef& e) const;  // e.g. "PART[row 3][src 4][slice 17]"
+    // An entry's index is row-major over its mailbox's dims: PART [row][src][slice], WGT [row],
+    // MSQ [row][slice], XRDY [slice][part], PROJ [group], QK [r][h][chunk], ONRM [row][h][chunk].
+    struct Dim { const char* name; int size; };
+    std::vector<Dim> entry_dims(Mailbox m) const;
     int handoff_cols(HandOff t) const;  // a row's elements: D, N, C or E
     // The mailbox entry whose flag guards element (row, col) of a hand-off for the CTAs that read it;
     // false where the element stays within its kda task (qkv's v rows, g1 of one task a head).
@@ -275,7 +300,13 @@ public:
     // The entries an instruction waits for, in poll order; consecutive entries with the same
     // wait_group are polled together (one sweep), groups in order.
     struct Wait { MailboxRef entry; int32_t group; };
+    // A built plan's waits are what each instruction needs (derived from its opcode and operands); a
+    // plan read from a file carries its own, which the emulator runs as they are, and needs() is what
+    // the instruction's semantics need (group numbers: the row or slice whose work they guard).
     const std::vector<Wait>& waits(int cta, int i) const { return waits_[size_t(cta)][size_t(i)]; }
+    const std::vector<Wait>& needs(int cta, int i) const {
+        return needs_.empty() ? waits(cta, i) : needs_[size_t(cta)][size_t(i)];
+    }
     const std::vector<MailboxRef>& produces(int cta, int i) const { return produces_[size_t(cta)][size_t(i)]; }
     // The unique producer of an entry (CTA, instruction index).
     struct Producer { int32_t cta, instr; };
@@ -286,7 +317,9 @@ public:
     // the kda task's 128-term sums (f_b, l2_q, l2_k, rec_kS, rec_oq) pairwise, as 16 lanes of a
     // wave reduce them (8 terms a lane, then a butterfly: exactly pair_sum); softmax_den and mix
     // sequential within one CTA. (Inline: core does not link the reference library.)
-    ReductionOrder reduction_order() const {
+    // (read from a file: the file's; split sites it gives otherwise are structural problems)
+    const ReductionOrder& reduction_order() const { return order_; }
+    ReductionOrder decomposition_order() const {
         ReductionOrder o;  // sequential everywhere by default
         OrderSpec slices{OrderSpec::split, n_attn_, 0}, chunks{OrderSpec::split, n_chunks_, 0};
         OrderSpec tree{OrderSpec::pairwise, 1, 0};
@@ -298,8 +331,25 @@ public:
 
     // Structural checks, each problem a line (empty: sound): every entry has exactly one producer,
     // every waited entry has one, no CTA waits for an entry it produces itself, and with every CTA
-    // resident the lists run to completion (no circular wait).
+    // resident the lists run to completion (no circular wait). A plan read from a file also: its
+    // waits and products against what each instruction needs and stores, its split sums' order
+    // against the instructions' decomposition, and its lists against the target's residency.
     std::vector<std::string> structural_problems() const;
+    // False where a file's products differ from what its instructions store (structural_problems
+    // names them): the file misdescribes its own instructions, and the emulator refuses to run it.
+    bool products_match() const { return products_match_; }
+
+    // The plan file (docs/plan-file.md, docs/plan-file.schema.json): JSON, the lists, waits and
+    // products, mailboxes, launch order, residency and reduction order. write_json/read_json are
+    // inverse (read_json(to_json(p)) runs as p does); read_json refuses a malformed file (BadInput
+    // naming the place) and reads a merely wrong one, whose problems structural_problems names.
+    static constexpr int kFileVersion = 1;
+    std::string to_json() const;
+    static Plan from_json(const std::string& text, const std::string& what);
+    static Plan read_json(const std::string& path);
+    void write_json(const std::string& path) const;
+    // The file's spelling of an entry: every dim named, "PART[row 3][src 4][slice 17]"
+    std::string entry_spec(const MailboxRef& e) const;
     // The fewest co-resident CTAs with which the lists complete when CTAs start in launch order and
     // a CTA's place frees only when it finishes (as a launch shares the GPU); launch_blocks+1 if
     // none. A with_kda_teams list runs in its CTA's place (lists_of), as a team does.
@@ -332,7 +382,11 @@ public:
     void insert_instr(int cta, int i, const Instr& in);
 
 private:
-    void derive();  // waits_, produces_, producer_ from instrs_
+    void init_layout();  // n_attn_, n_groups_, n_chunks_, entries_ from cfg_ and params_
+    void derive();  // waits_ (a file's: needs_), produces_ (a file's: checked), producer_ from instrs_
+    void index_lists();  // gemv_cta_, bands_, n_gemv_, kda_cta_ (and first_role_) from the lists
+    void file_problems(std::vector<std::string>& out) const;  // plan_io.cpp
+    std::string entry_list(const std::vector<MailboxRef>& es, size_t most = 6) const;  // "A, B and 3 more"
     void deal_gemv_bands();  // bands_, gemv_cta_, n_gemv_
     bool derive_one(const Instr& in, std::vector<Wait>& w, std::vector<MailboxRef>& p) const;  // false: operands out of range
 
@@ -345,6 +399,14 @@ private:
     std::vector<std::vector<std::vector<MailboxRef>>> produces_;
     std::vector<std::vector<Producer>> producer_;  // per mailbox, per entry; {-1,-1}: none; {-2,..}: several
     std::vector<std::string> derive_problems_;
+    bool explicit_waits_ = false;  // read from a file: waits_ and produces_ are the file's
+    std::vector<std::vector<std::vector<Wait>>> needs_;  // explicit_waits_: what each instruction needs
+    std::vector<std::string> product_problems_;  // explicit_waits_: products that differ from the instructions'
+    bool products_match_ = true;
+    ReductionOrder order_;
+    PlanTarget target_;
+    std::string source_, name_;
+    std::vector<int32_t> kda_cta_, first_role_;  // per kda task; per list (read from a file only)
     std::vector<int32_t> team_parent_;  // with_kda_teams: the CTA (list below launch_blocks) of each appended list
     std::vector<int32_t> list_at_, launch_cta_;  // launch CTA -> list and back (launch_blocks entries)
     std::vector<int32_t> gemv_cta_;  // per group
