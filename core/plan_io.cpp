@@ -3,12 +3,12 @@
 // instructions need). Entries are written as "BOX[dim i][dim j..k]": every dim named, ranges inclusive
 // and expanded row-major, so a file stays short and reads like the emulator's reports.
 #include <algorithm>
-#include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
 
 #include "core/atomic_write.hpp"
 #include "core/error.hpp"
+#include "core/input_file.hpp"
 #include "core/json_bounded.hpp"
 #include "core/plan.hpp"
 
@@ -407,7 +407,6 @@ Plan Plan::from_json(const std::string& text, const std::string& what) {
                                              std::to_string(c.K) + " evenly");
     pp.gemv_every_cta = false;
     pp.interleave_ctas = false;
-    pp.g2_last_ctas = 0;
     for (int m = 0; m < kMailboxCount; ++m) {  // bounded before anything is sized by them
         int64_t n = 1;
         p.n_attn_ = c.D / pp.slice_width;
@@ -593,22 +592,7 @@ Plan Plan::from_json(const std::string& text, const std::string& what) {
 }
 
 Plan Plan::read_json(const std::string& path) {
-    std::FILE* f = std::fopen(path.c_str(), "rb");
-    if (!f) bad_input("cannot open plan file '" + path + "'");
-    std::string text;
-    char buf[1 << 16];
-    size_t n;
-    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) {
-        text.append(buf, n);
-        if (text.size() > (size_t(256) << 20)) {
-            std::fclose(f);
-            bad_input(path + ": larger than 256 MiB");
-        }
-    }
-    const bool err = std::ferror(f) != 0;
-    std::fclose(f);
-    if (err) bad_input("cannot read plan file '" + path + "' (a directory?)");
-    return from_json(text, path);
+    return from_json(read_text_file(path, size_t(256) << 20, "plan file"), path);
 }
 
 // ---------------------------------------------------------------- a file's own checks
