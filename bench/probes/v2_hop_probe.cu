@@ -29,6 +29,7 @@ using namespace monokda::gpu;
 constexpr int kRanks = 8, kClusters = 15, kCtas = kRanks * kClusters, kThreads = 384;
 constexpr int kChunk = 16384, kStages = 8, kSmem = kStages * kChunk + 64 * 1024;  // ring + the rest of v2's footprint
 constexpr size_t kStreamBytes = size_t(2) << 30;
+constexpr size_t kPerCta = kStreamBytes / kCtas / kChunk * kChunk;  // a CTA's part, chunk-aligned
 constexpr int kIters = 200;
 
 void check(cudaError_t e, const char* what) { probe::check("monokda-v2-hop-probe", e, what); }
@@ -39,9 +40,10 @@ __device__ __forceinline__ void st_relaxed32(uint32_t* p, uint32_t v) {
 }
 __device__ __forceinline__ void fence_acq_rel_gpu() { asm volatile("fence.acq_rel.gpu;" ::: "memory"); }
 
-enum Kind : int { kGlobalAcqRel, kGlobalRelaxed, kGlobalFence, kStAsync, kDsmemAcqRel, kClusterBarrier, kKinds };
+enum Kind : int { kGlobalAcqRel, kGlobalRelaxed, kGlobalFence, kStAsync, kDsmemAcqRel, kArriveRelaxed, kArriveRelease, kClusterBarrier, kKinds };
 const char* kKindName[kKinds] = {"global release/acquire", "global relaxed", "global relaxed + fence.acq_rel",
-                                 "st.async + mbarrier", "dsmem release/acquire", "cluster barrier (8 CTAs)"};
+                                 "st.async + mbarrier", "dsmem release/acquire", "peer arrive (cta fence, relaxed)",
+                                 "peer arrive (release)", "cluster barrier (8 CTAs)"};
 
 struct Args {
     const unsigned char* buf;  // the stream's source
@@ -74,8 +76,8 @@ __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(kThreads, 1) ho
     cluster_sync();
     if (warp == 0 && streams) {  // the producer: chunks (its part of the buffer, over and over) until told to stop
         if (lane == 0) {
-            const unsigned char* src = a.buf + (kStreamBytes / kCtas) * size_t(cta);
-            const int per_cta = int(kStreamBytes / kCtas / kChunk);
+            const unsigned char* src = a.buf + kPerCta * size_t(cta);
+            const int per_cta = int(kPerCta / kChunk);
             const uint64_t policy = l2_policy(true);
             int j = 0;
             for (bool stop = false; !stop; ++j) {
@@ -116,6 +118,12 @@ __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(kThreads, 1) ho
                     probe::spin([&] { return mbar_try_wait_cluster(&bar, (i - 1) & 1u); });
                     break;
                 case kDsmemAcqRel: st_release_peer_u32(peer_addr(&word, peer), i); probe::spin([&] { return ld_acquire_cluster_u32(&word) == i; }); break;
+                case kArriveRelaxed:
+                case kArriveRelease:
+                    if (a.kind == kArriveRelaxed) mbar_arrive_peer(peer_addr(&bar, peer));
+                    else mbar_arrive_peer_release(peer_addr(&bar, peer));
+                    probe::spin([&] { return mbar_try_wait_cluster(&bar, (i - 1) & 1u); });
+                    break;
                 }
             } else {  // wait for i, echo it
                 switch (a.kind) {
@@ -128,6 +136,12 @@ __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(kThreads, 1) ho
                     st_async_u32(peer_addr(&word, peer), i, peer_addr(&bar, peer));
                     break;
                 case kDsmemAcqRel: probe::spin([&] { return ld_acquire_cluster_u32(&word) == i; }); st_release_peer_u32(peer_addr(&word, peer), i); break;
+                case kArriveRelaxed:
+                case kArriveRelease:
+                    probe::spin([&] { return mbar_try_wait_cluster(&bar, (i - 1) & 1u); });
+                    if (a.kind == kArriveRelaxed) mbar_arrive_peer(peer_addr(&bar, peer));
+                    else mbar_arrive_peer_release(peer_addr(&bar, peer));
+                    break;
                 }
             }
         }

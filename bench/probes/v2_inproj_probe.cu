@@ -67,10 +67,11 @@ struct Args {
     uint16_t* proj;               // [S][N] bf16
     unsigned long long* stamps;   // [kCtas][8]
     int S, chunk, stages, slots, compute;
+    int release_free;             // free the receive slots with a release arrive (else relaxed, after a CTA fence)
     unsigned long long x_delay_ns;
 };
 
-enum Stamp { kEntry, kFirstChunk, kLastChunk, kXReady, kLastProj, kExit, kStamps = 8 };
+enum Stamp { kEntry, kFirstChunk, kLastChunk, kXReady, kLastProj, kExit, kSynced, kStamps = 8 };
 
 struct Smem {  // offsets into dynamic shared memory
     int ring, x, recv, bytes;
@@ -107,6 +108,7 @@ __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(kThreads, 1) in
         mbar_init_fence();
     }
     cluster_sync();  // every rank's barriers exist before a peer sends to them
+    if (threadIdx.x == 0) st[kSynced] = now_ns();
 
     const int u0 = a.unit_first[cl], units = a.unit_first[cl + 1] - u0;
     const int begin = a.stream_off[cta], total = a.stream_off[cta + 1] - begin;
@@ -149,7 +151,11 @@ __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(kThreads, 1) in
             }
             __syncwarp();
             // slot s free on every rank: kRanks arrivals a use whatever the owners (rank 0 makes up the rest)
-            if (lane < kRanks) mbar_arrive_peer(peer_addr(&free_bar[s], uint32_t(lane)), rank == 0 ? 9u - 2u * mt : 1u);
+            if (lane < kRanks) {
+                const uint32_t bar = peer_addr(&free_bar[s], uint32_t(lane)), n = rank == 0 ? 9u - 2u * mt : 1u;
+                if (a.release_free) mbar_arrive_peer_release(bar, n);
+                else mbar_arrive_peer(bar, n);
+            }
         }
         if (lane == 0) st[kLastProj] = now_ns();
     } else if (warp >= kFirstConsumer) {  // the consumers
@@ -342,33 +348,44 @@ Device setup() {
     return d;
 }
 
+struct Case {  // one launch configuration
+    int S, chunk, stages, slots, compute;
+    unsigned long long delay_ns;
+    int release_free;
+};
+
 struct Run {
-    float event_us;     // median launch time by events
-    float span_us;      // median of (last exit − first entry)
-    float proj_us;      // median of (last proj stored − first entry)
-    float chunk1_us;    // median of (the last CTA's first chunk − first entry)
-    float bytes_tbs;    // packed bytes / span
+    float event_us;   // median launch time by events
+    float span_us;    // median of (last exit − first entry)
+    float proj_us;    // median of (last proj stored − first entry)
+    float skew_us;    // median of (last entry − first entry)
+    float sync_us;    // median of (last CTA past the first cluster barrier − first entry)
+    float chunk1_us;  // median of (the last CTA's first chunk − first entry)
+    float bytes_tbs;  // packed bytes / span
     bool ok;
 };
 
-bool fits(int S, int chunk, int stages, int slots) { return Smem::layout(S, chunk, stages, slots).bytes <= kSmemMax - 4096; }
+bool fits(const Case& c) {
+    return c.stages <= kMaxStages && c.slots <= kMaxSlots &&
+           Smem::layout(c.S, c.chunk, c.stages, c.slots).bytes <= kSmemMax - 4096;
+}
 
-Run run(Device& d, int S, int chunk, int stages, int slots, int compute, unsigned long long delay_ns, int reps) {
+Run run(Device& d, const Case& c, int reps) {
     Run out{};
-    if (!fits(S, chunk, stages, slots) || stages > kMaxStages || slots > kMaxSlots) return out;
-    const int smem = Smem::layout(S, chunk, stages, slots).bytes;
+    if (!fits(c)) return out;
     cudaLaunchConfig_t cfg{};
-    cfg.gridDim = dim3(kCtas), cfg.blockDim = dim3(kThreads), cfg.dynamicSmemBytes = size_t(smem);
+    cfg.gridDim = dim3(kCtas), cfg.blockDim = dim3(kThreads);
+    cfg.dynamicSmemBytes = size_t(Smem::layout(c.S, c.chunk, c.stages, c.slots).bytes);
     cudaLaunchAttribute attr[1];
     attr[0].id = cudaLaunchAttributeCooperative, attr[0].val.cooperative = 1;
     cfg.attrs = attr, cfg.numAttrs = 1;
     cudaEvent_t e0, e1;
     check(cudaEventCreate(&e0), "event"), check(cudaEventCreate(&e1), "event");
-    std::vector<float> ev, span, proj, first;
+    std::vector<float> ev, span, proj, skew, sync, first;
     std::vector<unsigned long long> h(size_t(kCtas) * kStamps);
     for (int i = 0; i < reps + 2; ++i) {
         Args a{d.d_w + size_t(i % kCopies) * d.packed_bytes, d.d_off, d.d_first, d.d_row0, d.d_mt, d.d_x, d.d_proj,
-               d.d_stamps, S, chunk, stages, slots, compute, delay_ns};
+               d.d_stamps, c.S, c.chunk, c.stages, c.slots, c.compute, c.release_free, c.delay_ns};
         check(cudaMemset(d.d_stamps, 0, h.size() * 8), "stamps clear");
         check(cudaEventRecord(e0), "record");
         check(cudaLaunchKernelEx(&cfg, inproj, a), "launch");
@@ -379,32 +396,34 @@ Run run(Device& d, int S, int chunk, int stages, int slots, int compute, unsigne
         float ms;
         check(cudaEventElapsedTime(&ms, e0, e1), "elapsed");
         check(cudaMemcpy(h.data(), d.d_stamps, h.size() * 8, cudaMemcpyDeviceToHost), "stamps");
-        unsigned long long t0 = ~0ull, t_exit = 0, t_proj = 0, t_first = 0;
-        for (int c = 0; c < kCtas; ++c) {
-            const unsigned long long* s = &h[size_t(c) * kStamps];
-            t0 = std::min(t0, s[kEntry]), t_exit = std::max(t_exit, s[kExit]);
+        unsigned long long t0 = ~0ull, t_last_in = 0, t_exit = 0, t_proj = 0, t_first = 0, t_sync = 0;
+        for (int k = 0; k < kCtas; ++k) {
+            const unsigned long long* s = &h[size_t(k) * kStamps];
+            t0 = std::min(t0, s[kEntry]), t_last_in = std::max(t_last_in, s[kEntry]), t_exit = std::max(t_exit, s[kExit]);
             t_proj = std::max(t_proj, s[kLastProj]), t_first = std::max(t_first, s[kFirstChunk]);
+            t_sync = std::max(t_sync, s[kSynced]);
         }
-        ev.push_back(ms * 1000.f), span.push_back(float(t_exit - t0) / 1000.f);
-        proj.push_back(compute ? float(t_proj - t0) / 1000.f : 0.f), first.push_back(float(t_first - t0) / 1000.f);
+        auto us = [&](unsigned long long t) { return float(t - t0) / 1000.f; };
+        ev.push_back(ms * 1000.f), span.push_back(us(t_exit)), proj.push_back(c.compute ? us(t_proj) : 0.f);
+        skew.push_back(us(t_last_in)), sync.push_back(us(t_sync)), first.push_back(us(t_first));
     }
     out.event_us = median(ev), out.span_us = median(span), out.proj_us = median(proj), out.chunk1_us = median(first);
+    out.skew_us = median(skew), out.sync_us = median(sync);
     out.bytes_tbs = float(d.packed_bytes) / (out.span_us * 1e-6f) / 1e12f;
     out.ok = true;
     check(cudaEventDestroy(e0), "event"), check(cudaEventDestroy(e1), "event");
     return out;
 }
 
-void print_row(const char* mode, int S, int chunk, int stages, int slots, unsigned long long delay, const Run& r) {
+void print_row(const char* mode, const Case& c, const Run& r) {
+    std::printf("%-7s S %2d  chunk %5d x %2d (%3d KB)  slots %d  %s  delay %4llu ns", mode, c.S, c.chunk, c.stages,
+                c.chunk * c.stages / 1024, c.slots, c.release_free ? "rel" : "rlx", c.delay_ns);
     if (!r.ok) {
-        std::printf("%-7s S %2d  chunk %5d x %2d (%3d KB)  slots %d  delay %4llu ns  does not fit\n", mode, S, chunk, stages,
-                    chunk * stages / 1024, slots, delay);
+        std::printf("  does not fit\n");
         return;
     }
-    std::printf("%-7s S %2d  chunk %5d x %2d (%3d KB)  slots %d  delay %4llu ns  event %6.1f  span %6.1f  proj %6.1f  "
-                "1st chunk %5.2f us  %.2f TB/s\n",
-                mode, S, chunk, stages, chunk * stages / 1024, slots, delay, r.event_us, r.span_us, r.proj_us, r.chunk1_us,
-                r.bytes_tbs);
+    std::printf("  event %6.1f  span %6.1f  proj %6.1f  skew %4.2f  synced %4.2f  1st chunk %4.2f us  %.2f TB/s\n", r.event_us,
+                r.span_us, r.proj_us, r.skew_us, r.sync_us, r.chunk1_us, r.bytes_tbs);
 }
 
 // fp32 host reference, sequential over d (the reference path's default order), rounded once.
@@ -463,15 +482,15 @@ void residency() {
 
 int check_mode(Device& d) {
     std::printf("check: proj against an fp32 sequential host reference; the same rows at every S; twice\n");
-    const int chunk = 16384, stages = 6, slots = 2;
     std::vector<uint16_t> ref = host_proj(d, 64), first_rows;
     int bad = 0;
     for (int S : {1, 4, 16, 64}) {
         check(cudaMemset(d.d_proj, 0xff, size_t(64) * N * 2), "proj poison");
-        if (!run(d, S, chunk, stages, slots, 1, 0, 1).ok) { std::printf("  S %d does not fit\n", S); ++bad; continue; }
+        const Case c{S, 16384, S >= 64 ? 3 : 6, 2, 1, 0, 0};
+        if (!run(d, c, 1).ok) { std::printf("  S %d does not fit\n", S); ++bad; continue; }
         std::vector<uint16_t> got(size_t(S) * N), again(size_t(S) * N);
         check(cudaMemcpy(got.data(), d.d_proj, got.size() * 2, cudaMemcpyDeviceToHost), "proj");
-        run(d, S, chunk, stages, slots, 1, 0, 1);
+        run(d, c, 1);
         check(cudaMemcpy(again.data(), d.d_proj, again.size() * 2, cudaMemcpyDeviceToHost), "proj");
         size_t same = 0, unwritten = 0, over1 = 0;
         int maxulp = 0;
@@ -518,17 +537,24 @@ int main(int argc, char** argv) {
     if (mode == "rate" || mode == "all")
         for (int chunk : {8192, 16384, 32768})
             for (int stages : {2, 4, 6, 8, 12})
-                if (chunk * stages <= 200 * 1024) print_row("rate", 1, chunk, stages, 2, 0, run(d, 1, chunk, stages, 2, 0, 0, reps));
+                if (chunk * stages <= 200 * 1024) {
+                    const Case c{1, chunk, stages, 2, 0, 0, 0};
+                    print_row("rate", c, run(d, c, reps));
+                }
     if (mode == "inproj" || mode == "all")
         for (int S : {1, 4, 16, 64})
-            for (auto [chunk, stages] : {std::pair{16384, 4}, {16384, 6}, {16384, 8}, {32768, 3}, {32768, 5}}) {
-                const int slots = S >= 64 ? 2 : 4;
-                print_row("inproj", S, chunk, stages, slots, 0, run(d, S, chunk, stages, slots, 1, 0, reps));
-            }
+            for (auto [chunk, stages] : {std::pair{16384, 3}, {16384, 4}, {16384, 6}, {16384, 8}, {32768, 3}, {32768, 5}})
+                for (int rel : {0, 1}) {
+                    if (rel && !(chunk == 16384 && stages == 4)) continue;  // the release form: one setting is enough
+                    const Case c{S, chunk, stages, S >= 64 ? 2 : 4, 1, 0, rel};
+                    if (fits(c)) print_row("inproj", c, run(d, c, reps));
+                }
     if (mode == "delay" || mode == "all")
         for (int S : {1, 16})
-            for (unsigned long long delay : {0ull, 1000ull, 2000ull, 3000ull, 4500ull, 6000ull})
-                print_row("delay", S, 16384, 8, 4, delay, run(d, S, 16384, 8, 4, 1, delay, reps));
+            for (unsigned long long delay : {0ull, 1000ull, 2000ull, 3000ull, 4500ull, 6000ull}) {
+                const Case c{S, 16384, 8, 4, 1, delay, 0};
+                print_row("delay", c, run(d, c, reps));
+            }
     if (mode == "check" || mode == "all") rc |= check_mode(d);
     return rc;
 }

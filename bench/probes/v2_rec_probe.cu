@@ -33,8 +33,10 @@ constexpr int kRanks = 8, kClusters = 15, kCtas = kRanks * kClusters, kThreads =
 constexpr int kK = 128, kRows = 32, kTokens = 8, kRounds = 64;  // a step's L = 8 tokens, 64 times over
 constexpr int kChunk = 16384, kStages = 8;
 constexpr int kVecBytes = kTokens * 3 * kK * 4;  // decay, k̂, q̂ a token
-constexpr int kSmem = kStages * kChunk + kVecBytes + 8192;
+constexpr int kVrowFloats = kTokens * kRows + kTokens;  // v a row a token, then β a token
+constexpr int kSmem = kStages * kChunk + kVecBytes + kVrowFloats * 4;
 constexpr size_t kStreamBytes = size_t(2) << 30;
+constexpr size_t kPerCta = kStreamBytes / kCtas / kChunk * kChunk;  // a CTA's part, chunk-aligned
 
 void check(cudaError_t e, const char* what) { probe::check("monokda-v2-rec-probe", e, what); }
 
@@ -72,7 +74,9 @@ __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(kThreads, 1) re
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int cta = int(cluster_id()) * kRanks + int(cluster_rank());
     float* vec = reinterpret_cast<float*>(smem + kStages * kChunk);
+    float* vrow = vec + kTokens * 3 * kK;
     for (int i = threadIdx.x; i < kTokens * 3 * kK; i += kThreads) vec[i] = a.vecs[i];
+    for (int i = threadIdx.x; i < kVrowFloats; i += kThreads) vrow[i] = a.vrows[i];
     if (threadIdx.x == 0) {
         for (int s = 0; s < kStages; ++s) mbar_init(&full[s], 1), mbar_init(&empty[s], 1);
         mbar_init_fence();
@@ -80,8 +84,8 @@ __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(kThreads, 1) re
     __syncthreads();
     if (warp == 0 && a.stream) {
         if (lane == 0) {
-            const unsigned char* src = a.buf + (kStreamBytes / kCtas) * size_t(cta);
-            const int per_cta = int(kStreamBytes / kCtas / kChunk);
+            const unsigned char* src = a.buf + kPerCta * size_t(cta);
+            const int per_cta = int(kPerCta / kChunk);
             const uint64_t policy = l2_policy(true);
             int j = 0;
             for (bool stop = false; !stop; ++j) {
@@ -124,7 +128,7 @@ __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(kThreads, 1) re
             for (int t = 0; t < kTokens; ++t) {
                 float dec[32], kh[32], qh[32], p[32];
                 load(vec + (t * 3 + 0) * kK, dec), load(vec + (t * 3 + 1) * kK, kh), load(vec + (t * 3 + 2) * kK, qh);
-                const float v = a.vrows[t * kRows + row], beta = a.vrows[kTokens * kRows + t];
+                const float v = vrow[t * kRows + row], beta = vrow[kTokens * kRows + t];
 #pragma unroll
                 for (int j = 0; j < 32; ++j) S[j] = __fmul_rn(S[j], dec[j]), p[j] = __fmul_rn(S[j], kh[j]);
                 const float u = __fmul_rn(__fsub_rn(v, across4(tree32(p))), beta);

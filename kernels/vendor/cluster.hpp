@@ -42,9 +42,15 @@ __device__ __forceinline__ void st_async_f2(uint32_t addr, float x, float y, uin
                  "f"(y), "r"(bar)
                  : "memory");
 }
-// `count` arrivals on a peer's mbarrier (release at cluster scope: this thread's earlier shared-memory
-// reads and writes happen before the peer's wait completes).
+// `count` arrivals on a peer's mbarrier. Relaxed: a release at cluster scope compiles to
+// MEMBAR.ALL.GPU, which waits for this SM's bulk copies in flight (docs/kernel-v2.md); a consumer
+// freeing a buffer it has read needs only its reads done, which the CTA-scope fence before gives.
 __device__ __forceinline__ void mbar_arrive_peer(uint32_t bar, uint32_t count = 1) {
+    asm volatile("fence.acq_rel.cta;\n mbarrier.arrive.relaxed.cluster.shared::cluster.b64 _, [%0], %1;" ::"r"(bar), "r"(count)
+                 : "memory");
+}
+// The same with release semantics at cluster scope (measured against the relaxed form only).
+__device__ __forceinline__ void mbar_arrive_peer_release(uint32_t bar, uint32_t count = 1) {
     asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0], %1;" ::"r"(bar), "r"(count) : "memory");
 }
 // One arrival on this CTA's mbarrier (a consumer freeing a ring slot).
