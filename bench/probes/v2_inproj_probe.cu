@@ -115,16 +115,15 @@ __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(kThreads, 1) in
     const int chunks = (total + a.chunk - 1) / a.chunk;
 
     if (warp == 0) {  // the producer: the CTA's run, chunk by chunk, from the first instant
-        if (lane == 0) {
+        if (lane == 0) {  // slot and phase kept as counters: a division by a run-time value is ~25 instructions
             const uint64_t policy = l2_policy(true);
-            for (int j = 0; j < chunks; ++j) {
-                const int s = j % a.stages;
-                if (j >= a.stages)
-                    probe::spin([&] { return mbar_try_wait(&empty[s], uint32_t(j / a.stages - 1) & 1u); });
+            for (int j = 0, s = 0, round = 0; j < chunks; ++j) {
+                if (round > 0) probe::spin([&] { return mbar_try_wait(&empty[s], uint32_t(round - 1) & 1u); });
                 const int bytes = min(a.chunk, total - j * a.chunk);
                 mbar_arrive_expect(&full[s], uint32_t(bytes));
                 bulk_copy_1d(smem + L.ring + size_t(s) * a.chunk, a.w + begin + size_t(j) * a.chunk, uint32_t(bytes),
                              &full[s], policy);
+                if (++s == a.stages) s = 0, ++round;
             }
         }
     } else if (warp == 1 && a.compute) {  // the reducer: this rank's 8 rows of every unit it owns rows in
@@ -173,23 +172,27 @@ __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(kThreads, 1) in
             if (threadIdx.x == kFirstConsumer * 32) st[kXReady] = now_ns();
         }
         const int t_lo = half * ((nt + 1) / 2), t_hi = min(nt, t_lo + (nt + 1) / 2);  // this warp's n-tiles
-        int cur = 0;  // the chunk this warp holds (waited for, not yet freed)
-        auto hold = [&](int j) {  // move to chunk j: free the ones passed, wait for j
-            while (cur < j) {
-                if (lane == 0) mbar_arrive(&empty[cur % a.stages]);
-                if (++cur < chunks)
-                    probe::spin([&] { return mbar_try_wait(&full[cur % a.stages], uint32_t(cur / a.stages) & 1u); });
-            }
+        // the chunk this warp holds (waited for, not yet freed): index, slot, phase, first byte
+        int cur = 0, cur_slot = 0, cur_base = 0;
+        uint32_t cur_phase = 0;
+        auto advance = [&] {  // free the held chunk, wait for the next
+            if (lane == 0) mbar_arrive(&empty[cur_slot]);
+            ++cur, cur_base += a.chunk;
+            if (++cur_slot == a.stages) cur_slot = 0, cur_phase ^= 1u;
+            if (cur < chunks) probe::spin([&] { return mbar_try_wait(&full[cur_slot], cur_phase); });
+        };
+        auto hold = [&](int at) {  // the held chunk's address of stream byte `at` (at >= cur_base)
+            while (at >= cur_base + a.chunk) advance();
+            return smem + L.ring + size_t(cur_slot) * a.chunk + (at - cur_base);
         };
         if (chunks > 0) {
             probe::spin([&] { return mbar_try_wait(&full[0], 0u); });
             if (cw == 0 && lane == 0) st[kFirstChunk] = now_ns();
         }
         if (!a.compute) {
-            for (int j = 1; j <= chunks; ++j) {
-                const uint32_t touch = *reinterpret_cast<const uint32_t*>(smem + L.ring + size_t(cur % a.stages) * a.chunk + lane * 4);
+            for (int j = 0; j < chunks; ++j) {
+                const uint32_t touch = *reinterpret_cast<const uint32_t*>(hold(j * a.chunk) + lane * 4);
                 asm volatile("" ::"r"(touch));  // the chunk is read
-                hold(j);
             }
         } else {
             const int g = lane / 4, c = lane % 4;
@@ -202,9 +205,7 @@ __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(kThreads, 1) in
                 if (active) {
                     for (int ks = 0; ks < kKSteps; ++ks) {
                         const int at = off + (ks * mt + m) * kTileBytes;
-                        hold(at / a.chunk);
-                        const uint4 w4 = *reinterpret_cast<const uint4*>(smem + L.ring + size_t(cur % a.stages) * a.chunk +
-                                                                        at % a.chunk + lane * 16);
+                        const uint4 w4 = *reinterpret_cast<const uint4*>(hold(at) + lane * 16);
 #pragma unroll
                         for (int t = 0; t < 4; ++t) {
                             if (t_lo + t >= t_hi) break;
@@ -233,7 +234,7 @@ __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(kThreads, 1) in
                 }
             }
         }
-        hold(chunks);
+        while (cur < chunks) advance();
         if (cw == 0 && lane == 0) st[kLastChunk] = now_ns();
     }
     __syncthreads();

@@ -1,16 +1,16 @@
 // monokda-v2-rec-probe: kernel v2's recurrence step on a register tile, idle and beside the stream.
 //
-// A warpgroup holds 32 state rows × 128 keys of one head in registers: thread (warp w, lane l) has row
-// 8w + l/4 and keys 32c .. 32c + 31, c = l % 4. A token: decay every key column, kS = Σ_k S·k̂ (each
-// thread's 32 products in a pairwise tree, then a butterfly over the row's 4 lanes: exactly the
-// reference's pairwise order over 128 terms, products rounded before they are added, as the
-// reference's -ffp-contract=off computes them), u = (v − kS)·β, S += u·k̂, o = Σ_k S·q̂ the same way,
-// o rounded to bf16 (#6); optionally the state stored (the 16 KB tile, one 16-byte store a thread a
-// key quad, streaming). The per-token vectors sit in shared memory, swizzled so the row's 4 lanes read
-// distinct banks. 120 CTAs (15 clusters of 8, v2's footprint) each run one tile; beside the stream,
+// 32 state rows × 128 keys of one head sit in registers, LANES threads a row (4: one warpgroup, 32 keys
+// a thread; 8: two warpgroups, 16): thread c of a row holds keys (128/LANES)·c onwards. A token: decay
+// every key column, kS = Σ_k S·k̂ (each thread's products in a pairwise tree, then a butterfly over the
+// row's lanes: exactly the reference's pairwise order over 128 terms, products rounded before they are
+// added, as the reference's -ffp-contract=off computes them), u = (v − kS)·β, S += u·k̂, o = Σ_k S·q̂ the
+// same way, o rounded to bf16 (#6); then the state stored (none; one 16-byte streaming store a thread a
+// key quad; or the 16 KB tile staged in shared memory and written by one bulk copy). The per-token
+// vectors sit in shared memory, swizzled so a row's lanes read distinct banks. 48 of 120 CTAs (15
+// clusters of 8, v2's footprint) run a tile each, as R = 1 has 12 heads × 4 tiles; beside the stream,
 // warp 0 of every CTA streams through the copy engine into a ring (16 KB chunks, 8 in flight) as v2's
-// producers will. Reports the median over CTAs of the time a token, idle and beside the stream, with
-// and without the state store.
+// producers will. Reports the median over the tiles of the time a token.
 // Usage: monokda-v2-rec-probe [LAUNCHES]
 #include "kernels/vendor/gpu.hpp"
 #include "kernels/vendor/cluster.hpp"
@@ -29,53 +29,126 @@ namespace probe = monokda::probe;
 using probe::median;
 using namespace monokda::gpu;
 
-constexpr int kRanks = 8, kClusters = 15, kCtas = kRanks * kClusters, kThreads = 384;
+constexpr int kRanks = 8, kClusters = 15, kCtas = kRanks * kClusters, kThreads = 512;
 constexpr int kK = 128, kRows = 32, kTokens = 8, kRounds = 64;  // a step's L = 8 tokens, 64 times over
+constexpr int kTiles = 48;  // R = 1: 12 heads × 4 tiles of 32 rows
 constexpr int kChunk = 16384, kStages = 8;
-constexpr int kVecBytes = kTokens * 3 * kK * 4;  // decay, k̂, q̂ a token
+constexpr int kVecFloats = kTokens * 3 * kK;            // decay, k̂, q̂ a token
 constexpr int kVrowFloats = kTokens * kRows + kTokens;  // v a row a token, then β a token
-constexpr int kSmem = kStages * kChunk + kVecBytes + kVrowFloats * 4;
+constexpr int kStageBytes = kRows * kK * 4;             // one state tile
+constexpr int kSmem = kStages * kChunk + kVecFloats * 4 + kVrowFloats * 4 + 2 * kStageBytes;
 constexpr size_t kStreamBytes = size_t(2) << 30;
 constexpr size_t kPerCta = kStreamBytes / kCtas / kChunk * kChunk;  // a CTA's part, chunk-aligned
 
 void check(cudaError_t e, const char* what) { probe::check("monokda-v2-rec-probe", e, what); }
 
+enum Store : int { kNoStore, kDirect, kBulk };
+const char* kStoreName[] = {"none", "st.global.cs", "bulk copy"};
+
 struct Args {
     const unsigned char* buf;
-    const float* vecs;      // [kTokens][3][kK], swizzled (host)
+    const float* vecs;      // [kTokens][3][kK], swizzled for LANES (host)
     const float* vrows;     // [kTokens][kRows] values, and β at [kTokens * kRows + t]
-    float* states;          // [kCtas][kRows][kK] per token (overwritten), when store
+    float* states;          // [kCtas][kRows][kK] per token (overwritten)
     uint16_t* o;            // [kCtas][kTokens][kRows]
     float* ns_per_token;    // [kCtas]
     uint32_t* stop;
     int stream, store;
 };
 
-// Sum of a thread's 32 terms in a pairwise tree (terms 2i, 2i+1 first), as pair_sum orders them.
-__device__ __forceinline__ float tree32(const float (&p)[32]) {
-    float a[16];
-#pragma unroll
-    for (int i = 0; i < 16; ++i) a[i] = __fadd_rn(p[2 * i], p[2 * i + 1]);
-#pragma unroll
-    for (int i = 0; i < 8; ++i) a[i] = __fadd_rn(a[2 * i], a[2 * i + 1]);
-#pragma unroll
-    for (int i = 0; i < 4; ++i) a[i] = __fadd_rn(a[2 * i], a[2 * i + 1]);
-    return __fadd_rn(__fadd_rn(a[0], a[1]), __fadd_rn(a[2], a[3]));
-}
-// The row's 4 lanes: (c0 + c1) + (c2 + c3).
-__device__ __forceinline__ float across4(float v) {
-    v = __fadd_rn(v, __shfl_xor_sync(0xffffffffu, v, 1));
-    return __fadd_rn(v, __shfl_xor_sync(0xffffffffu, v, 2));
+// Where key k's value sits in a per-token vector for LANES threads a row: thread c's quad q at quad
+// (KP/4)·c + (q ^ (c >> shift)), so the LANES threads of a row read distinct banks.
+template <int lanes>
+__host__ __device__ inline int key_slot(int k) {
+    const int kp = kK / lanes, c = k / kp, q = (k % kp) / 4, shift = lanes == 8 ? 1 : 0;
+    return 4 * ((kp / 4) * c + (q ^ (c >> shift))) + k % 4;
 }
 
+// Sum of n = 2^m terms in a pairwise tree (terms 2i, 2i+1 first), as pair_sum orders them.
+template <int n>
+__device__ __forceinline__ float tree(const float (&p)[n]) {
+    if constexpr (n == 1) {
+        return p[0];
+    } else {
+        float a[n / 2];
+#pragma unroll
+        for (int i = 0; i < n / 2; ++i) a[i] = __fadd_rn(p[2 * i], p[2 * i + 1]);
+        return tree<n / 2>(a);
+    }
+}
+// A row's lanes: (c0 + c1) + (c2 + c3), and so on up the butterfly.
+template <int lanes>
+__device__ __forceinline__ float across(float v) {
+#pragma unroll
+    for (int m = 1; m < lanes; m *= 2) v = __fadd_rn(v, __shfl_xor_sync(0xffffffffu, v, m));
+    return v;
+}
+
+template <int LANES>
+__device__ void run_tile(const Args& a, int cta, const float* vec, const float* vrow, float* stage) {
+    constexpr int KP = kK / LANES, NT = kRows * LANES, BAR = 3;
+    const int t = int(threadIdx.x) - 256, row = t / LANES, c = t % LANES;
+    float S[KP];
+#pragma unroll
+    for (int j = 0; j < KP; ++j) S[j] = 0.f;
+    float* gst = a.states + (size_t(cta) * kRows + row) * kK + KP * c;
+    auto load = [&](const float* v, float (&out)[KP]) {
+#pragma unroll
+        for (int q = 0; q < KP / 4; ++q) {
+            const float4 x = *reinterpret_cast<const float4*>(v + key_slot<LANES>(KP * c + 4 * q));
+            out[4 * q] = x.x, out[4 * q + 1] = x.y, out[4 * q + 2] = x.z, out[4 * q + 3] = x.w;
+        }
+    };
+    asm volatile("bar.sync %0, %1;" ::"n"(BAR), "n"(NT) : "memory");
+    const unsigned long long t0 = now_ns();
+    int buf = 0;
+    for (int round = 0; round < kRounds; ++round)
+        for (int tok = 0; tok < kTokens; ++tok) {
+            float dec[KP], kh[KP], qh[KP], p[KP];
+            load(vec + (tok * 3 + 0) * kK, dec), load(vec + (tok * 3 + 1) * kK, kh), load(vec + (tok * 3 + 2) * kK, qh);
+            const float v = vrow[tok * kRows + row], beta = vrow[kTokens * kRows + tok];
+#pragma unroll
+            for (int j = 0; j < KP; ++j) S[j] = __fmul_rn(S[j], dec[j]), p[j] = __fmul_rn(S[j], kh[j]);
+            const float u = __fmul_rn(__fsub_rn(v, across<LANES>(tree<KP>(p))), beta);
+#pragma unroll
+            for (int j = 0; j < KP; ++j) S[j] = __fadd_rn(S[j], __fmul_rn(u, kh[j])), p[j] = __fmul_rn(S[j], qh[j]);
+            const float o = across<LANES>(tree<KP>(p));
+            if (c == 0) {
+                const uint32_t b = __float_as_uint(o);
+                a.o[(size_t(cta) * kTokens + tok) * kRows + row] = uint16_t((b + 0x7fffu + ((b >> 16) & 1u)) >> 16);
+            }
+            if (a.store == kDirect) {
+#pragma unroll
+                for (int q = 0; q < KP / 4; ++q) st_state_f4(gst + 4 * q, S[4 * q], S[4 * q + 1], S[4 * q + 2], S[4 * q + 3]);
+            } else if (a.store == kBulk) {  // stage the tile, one thread writes it in one copy
+                if (t == 0) bulk_wait_read<1>();  // the copy from this buffer two tokens ago has read it
+                asm volatile("bar.sync %0, %1;" ::"n"(BAR), "n"(NT) : "memory");
+                float* mine = stage + buf * (kRows * kK) + row * kK + KP * c;
+#pragma unroll
+                for (int q = 0; q < KP / 4; ++q)
+                    *reinterpret_cast<float4*>(mine + 4 * q) = make_float4(S[4 * q], S[4 * q + 1], S[4 * q + 2], S[4 * q + 3]);
+                fence_async_proxy();
+                asm volatile("bar.sync %0, %1;" ::"n"(BAR), "n"(NT) : "memory");
+                if (t == 0) bulk_store_1d(a.states + size_t(cta) * kRows * kK, stage + buf * (kRows * kK), kStageBytes), bulk_commit();
+                buf ^= 1;
+            }
+        }
+    if (t == 0 && a.store == kBulk) bulk_wait_read<0>();
+    asm volatile("bar.sync %0, %1;" ::"n"(BAR), "n"(NT) : "memory");
+    if (t == 0) a.ns_per_token[cta] = float(now_ns() - t0) / float(kRounds * kTokens);
+}
+
+template <int LANES>
 __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(kThreads, 1) rec(const Args a) {
     extern __shared__ __align__(1024) unsigned char smem[];
     __shared__ uint64_t full[kStages], empty[kStages];
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int cta = int(cluster_id()) * kRanks + int(cluster_rank());
+    const bool tile = cta < kTiles;
     float* vec = reinterpret_cast<float*>(smem + kStages * kChunk);
-    float* vrow = vec + kTokens * 3 * kK;
-    for (int i = threadIdx.x; i < kTokens * 3 * kK; i += kThreads) vec[i] = a.vecs[i];
+    float* vrow = vec + kVecFloats;
+    float* stage = vrow + kVrowFloats;  // 16-byte aligned: every size before is a multiple of 16 bytes
+    for (int i = threadIdx.x; i < kVecFloats; i += kThreads) vec[i] = a.vecs[i];
     for (int i = threadIdx.x; i < kVrowFloats; i += kThreads) vrow[i] = a.vrows[i];
     if (threadIdx.x == 0) {
         for (int s = 0; s < kStages; ++s) mbar_init(&full[s], 1), mbar_init(&empty[s], 1);
@@ -108,49 +181,88 @@ __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(kThreads, 1) re
             if (stop) break;
             if (lane == 0) mbar_arrive(&empty[j % kStages]);
         }
-    } else if (warp >= 8) {  // the recurrence warpgroup
-        const int t128 = threadIdx.x - 256, row = t128 / 4, c = t128 % 4;
-        float S[32];
-#pragma unroll
-        for (int j = 0; j < 32; ++j) S[j] = 0.f;
-        float* st = a.states + (size_t(cta) * kRows + row) * kK + 32 * c;
-        // thread c's keys 32c + 4i .. + 3 sit at quad (8c + (i ^ c)) of a vector
-        auto load = [&](const float* v, float (&out)[32]) {
-#pragma unroll
-            for (int i = 0; i < 8; ++i) {
-                const float4 q = *reinterpret_cast<const float4*>(v + 4 * (8 * c + (i ^ c)));
-                out[4 * i] = q.x, out[4 * i + 1] = q.y, out[4 * i + 2] = q.z, out[4 * i + 3] = q.w;
-            }
-        };
-        asm volatile("bar.sync 3, 128;" ::: "memory");
-        const unsigned long long t0 = now_ns();
-        for (int round = 0; round < kRounds; ++round)
-            for (int t = 0; t < kTokens; ++t) {
-                float dec[32], kh[32], qh[32], p[32];
-                load(vec + (t * 3 + 0) * kK, dec), load(vec + (t * 3 + 1) * kK, kh), load(vec + (t * 3 + 2) * kK, qh);
-                const float v = vrow[t * kRows + row], beta = vrow[kTokens * kRows + t];
-#pragma unroll
-                for (int j = 0; j < 32; ++j) S[j] = __fmul_rn(S[j], dec[j]), p[j] = __fmul_rn(S[j], kh[j]);
-                const float u = __fmul_rn(__fsub_rn(v, across4(tree32(p))), beta);
-#pragma unroll
-                for (int j = 0; j < 32; ++j) S[j] = __fadd_rn(S[j], __fmul_rn(u, kh[j])), p[j] = __fmul_rn(S[j], qh[j]);
-                const float o = across4(tree32(p));
-                if (c == 0) {
-                    const uint32_t b = __float_as_uint(o);
-                    a.o[(size_t(cta) * kTokens + t) * kRows + row] = uint16_t((b + 0x7fffu + ((b >> 16) & 1u)) >> 16);
-                }
-                if (a.store)
-#pragma unroll
-                    for (int i = 0; i < 8; ++i) st_state_f4(st + 4 * i, S[4 * i], S[4 * i + 1], S[4 * i + 2], S[4 * i + 3]);
-            }
-        asm volatile("bar.sync 3, 128;" ::: "memory");
-        if (t128 == 0) {
-            a.ns_per_token[cta] = float(now_ns() - t0) / float(kRounds * kTokens);
-            if (cta == 0) st_release(a.stop, 1u);  // not ordered with the others: they all finish at about once
-        }
+    } else if (warp >= 8 && warp < 8 + kRows * LANES / 32 && tile) {
+        run_tile<LANES>(a, cta, vec, vrow, stage);
+        if (threadIdx.x == 256 && cta == 0) st_release(a.stop, 1u);  // the tiles all end at about once
     }
     __syncthreads();
     cluster_sync();
+}
+
+struct Rng {  // xorshift64, uniform in [0, 1)
+    uint64_t s;
+    float uni() {
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        return float(s >> 40) / float(1 << 24);
+    }
+};
+
+// The inputs for LANES threads a row: decays in (0.9, 1), unit k̂ and q̂·K^-½, v in (-1, 1), β in
+// (0.2, 0.8): a bounded recurrence.
+void make_inputs(int lanes, std::vector<float>& vec, std::vector<float>& vr) {
+    vec.assign(size_t(kVecFloats), 0.f), vr.assign(size_t(kVrowFloats), 0.f);
+    Rng rng{88172645463325252ull};
+    for (int t = 0; t < kTokens; ++t) {
+        float nk = 0, nq = 0;
+        std::vector<float> kv(kK), qv(kK);
+        for (size_t k = 0; k < size_t(kK); ++k) {
+            kv[k] = rng.uni() * 2 - 1, qv[k] = rng.uni() * 2 - 1;
+            nk += kv[k] * kv[k], nq += qv[k] * qv[k];
+        }
+        for (int k = 0; k < kK; ++k) {
+            const size_t at = size_t(lanes == 4 ? key_slot<4>(k) : key_slot<8>(k)), base = size_t(t) * 3 * kK;
+            vec[base + at] = 0.9f + 0.1f * rng.uni();
+            vec[base + kK + at] = kv[size_t(k)] / std::sqrt(nk);
+            vec[base + 2 * kK + at] = qv[size_t(k)] / std::sqrt(nq) / std::sqrt(float(kK));
+        }
+        for (int r = 0; r < kRows; ++r) vr[size_t(t * kRows + r)] = rng.uni() * 2 - 1;
+        vr[size_t(kTokens * kRows + t)] = 0.2f + 0.6f * rng.uni();
+    }
+}
+
+template <int LANES>
+void measure(int launches, unsigned char* buf) {
+    std::vector<float> vec, vr;
+    make_inputs(LANES, vec, vr);
+    float *d_vec, *d_vr, *d_states, *d_ns;
+    uint16_t* d_o;
+    uint32_t* d_stop;
+    check(cudaMalloc(&d_vec, vec.size() * 4), "vec"), check(cudaMalloc(&d_vr, vr.size() * 4), "v");
+    check(cudaMemcpy(d_vec, vec.data(), vec.size() * 4, cudaMemcpyHostToDevice), "vec copy");
+    check(cudaMemcpy(d_vr, vr.data(), vr.size() * 4, cudaMemcpyHostToDevice), "v copy");
+    check(cudaMalloc(&d_states, size_t(kCtas) * kRows * kK * 4), "states");
+    check(cudaMalloc(&d_o, size_t(kCtas) * kTokens * kRows * 2), "o");
+    check(cudaMalloc(&d_ns, kCtas * 4), "ns"), check(cudaMalloc(&d_stop, 4), "stop");
+    void (*kernel)(const Args) = rec<LANES>;
+    check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem), "smem attr");
+    cudaLaunchConfig_t cfg{};
+    cfg.gridDim = dim3(kCtas), cfg.blockDim = dim3(kThreads), cfg.dynamicSmemBytes = kSmem;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeCooperative, attr[0].val.cooperative = 1;
+    cfg.attrs = attr, cfg.numAttrs = 1;
+    std::vector<uint16_t> o_first;
+    for (int store = 0; store < 3; ++store)
+        for (int stream = 0; stream < 2; ++stream) {
+            std::vector<float> med, worst;
+            for (int l = 0; l < launches + 1; ++l) {
+                check(cudaMemset(d_stop, 0, 4), "stop clear");
+                Args a{buf, d_vec, d_vr, d_states, d_o, d_ns, d_stop, stream, store};
+                check(cudaLaunchKernelEx(&cfg, kernel, a), "launch");
+                check(cudaDeviceSynchronize(), "kernel");
+                std::vector<float> ns(kTiles);
+                check(cudaMemcpy(ns.data(), d_ns, kTiles * 4, cudaMemcpyDeviceToHost), "ns");
+                std::vector<uint16_t> o(size_t(kTiles) * kTokens * kRows);
+                check(cudaMemcpy(o.data(), d_o, o.size() * 2, cudaMemcpyDeviceToHost), "o");
+                if (o_first.empty()) o_first = o;
+                else if (o != o_first) std::printf("  o differs between launches: a race\n");
+                if (l == 0) continue;
+                med.push_back(median(ns)), worst.push_back(*std::max_element(ns.begin(), ns.end()));
+            }
+            std::printf("  %d lanes a row  state store %-12s  %-14s  %6.1f ns a token (slowest tile %6.1f)\n", LANES,
+                        kStoreName[store], stream ? "beside stream" : "idle", median(med), median(worst));
+        }
+    check(cudaFree(d_vec), "free"), check(cudaFree(d_vr), "free"), check(cudaFree(d_states), "free");
+    check(cudaFree(d_o), "free"), check(cudaFree(d_ns), "free"), check(cudaFree(d_stop), "free");
 }
 
 }  // namespace
@@ -158,61 +270,11 @@ __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(kThreads, 1) re
 int main(int argc, char** argv) {
     const int launches = argc > 1 ? std::atoi(argv[1]) : 10;
     check(cudaSetDevice(0), "device");
-    // inputs: decays in (0.9, 1), unit k̂ and q̂·K^-½, v in (-1, 1), β in (0.2, 0.8): a bounded recurrence
-    std::vector<float> vec(size_t(kTokens) * 3 * kK), vr(size_t(kTokens) * kRows + kTokens);
-    uint64_t s = 88172645463325252ull;
-    auto uni = [&] { s ^= s << 13, s ^= s >> 7, s ^= s << 17; return float(s >> 40) / float(1 << 24); };
-    for (int t = 0; t < kTokens; ++t) {
-        float nk = 0, nq = 0, kv[kK], qv[kK];
-        for (int k = 0; k < kK; ++k) kv[k] = uni() * 2 - 1, qv[k] = uni() * 2 - 1, nk += kv[k] * kv[k], nq += qv[k] * qv[k];
-        for (int k = 0; k < kK; ++k) {  // stored swizzled: key k = 32c + 4i + e at quad 8c + (i ^ c)
-            const int c = k / 32, i = (k % 32) / 4, e = k % 4, at = 4 * (8 * c + (i ^ c)) + e;
-            vec[(t * 3 + 0) * kK + at] = 0.9f + 0.1f * uni();
-            vec[(t * 3 + 1) * kK + at] = kv[k] / std::sqrt(nk);
-            vec[(t * 3 + 2) * kK + at] = qv[k] / std::sqrt(nq) / std::sqrt(float(kK));
-        }
-        for (int r = 0; r < kRows; ++r) vr[size_t(t) * kRows + r] = uni() * 2 - 1;
-        vr[size_t(kTokens) * kRows + t] = 0.2f + 0.6f * uni();
-    }
     unsigned char* buf;
-    float *d_vec, *d_vr, *d_states, *d_ns;
-    uint16_t* d_o;
-    uint32_t* d_stop;
     check(cudaMalloc(&buf, kStreamBytes), "stream buffer"), check(cudaMemset(buf, 1, kStreamBytes), "fill");
-    check(cudaMalloc(&d_vec, vec.size() * 4), "vec"), check(cudaMalloc(&d_vr, vr.size() * 4), "v");
-    check(cudaMemcpy(d_vec, vec.data(), vec.size() * 4, cudaMemcpyHostToDevice), "vec copy");
-    check(cudaMemcpy(d_vr, vr.data(), vr.size() * 4, cudaMemcpyHostToDevice), "v copy");
-    check(cudaMalloc(&d_states, size_t(kCtas) * kRows * kK * 4), "states");
-    check(cudaMalloc(&d_o, size_t(kCtas) * kTokens * kRows * 2), "o");
-    check(cudaMalloc(&d_ns, kCtas * 4), "ns"), check(cudaMalloc(&d_stop, 4), "stop");
-    check(cudaFuncSetAttribute(rec, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem), "smem attr");
-    cudaLaunchConfig_t cfg{};
-    cfg.gridDim = dim3(kCtas), cfg.blockDim = dim3(kThreads), cfg.dynamicSmemBytes = kSmem;
-    cudaLaunchAttribute attr[1];
-    attr[0].id = cudaLaunchAttributeCooperative, attr[0].val.cooperative = 1;
-    cfg.attrs = attr, cfg.numAttrs = 1;
-    std::printf("monokda-v2-rec-probe: ns a token on a 32x128 register tile (median over %d CTAs, %d launches)\n", kCtas,
+    std::printf("monokda-v2-rec-probe: ns a token on a 32x128 register tile (median over %d tiles, %d launches)\n", kTiles,
                 launches);
-    std::vector<uint16_t> o_first;
-    for (int store = 0; store < 2; ++store)
-        for (int stream = 0; stream < 2; ++stream) {
-            std::vector<float> med, worst;
-            for (int l = 0; l < launches + 1; ++l) {
-                check(cudaMemset(d_stop, 0, 4), "stop clear");
-                Args a{buf, d_vec, d_vr, d_states, d_o, d_ns, d_stop, stream, store};
-                check(cudaLaunchKernelEx(&cfg, rec, a), "launch");
-                check(cudaDeviceSynchronize(), "kernel");
-                std::vector<float> ns(kCtas);
-                check(cudaMemcpy(ns.data(), d_ns, kCtas * 4, cudaMemcpyDeviceToHost), "ns");
-                std::vector<uint16_t> o(size_t(kCtas) * kTokens * kRows);
-                check(cudaMemcpy(o.data(), d_o, o.size() * 2, cudaMemcpyDeviceToHost), "o");
-                if (o_first.empty()) o_first = o;
-                else if (o != o_first) std::printf("  o differs between launches: a race\n");
-                if (l == 0) continue;
-                med.push_back(median(ns)), worst.push_back(*std::max_element(ns.begin(), ns.end()));
-            }
-            std::printf("  state store %-3s  %-14s  %6.1f ns a token (slowest CTA %6.1f)\n", store ? "yes" : "no",
-                        stream ? "beside stream" : "idle", median(med), median(worst));
-        }
+    measure<4>(launches, buf);
+    measure<8>(launches, buf);
     return 0;
 }
