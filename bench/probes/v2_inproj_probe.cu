@@ -7,9 +7,9 @@
 // groups, so that every cluster's rows end together). Each CTA streams its slices of its cluster's
 // units as one contiguous byte run, packed on the host in the matrix unit's A-fragment order, through
 // the copy engine (1-D bulk copies) into a ring of `stages` chunks from the launch's first instant; it
-// never waits for x to issue. Eight consumer warps (m-tile, n-half) walk the ring and run m16n8k16
-// products on their rows (x as the N side, two accumulator chains: even and odd k-steps); at a unit's
-// end each sends its fp32 partials to the rows' owner CTA (8 rows a rank) with st.async, counted on
+// never waits for x to issue. Eight consumer warps (m-tile, k parity) walk the ring and run m16n8k16
+// products on their rows (x as the N side; the two warps of an m-tile take the even and the odd
+// k-steps, summed in that order through shared memory); at a unit's end the even warp sends its fp32 partials to the rows' owner CTA (8 rows a rank) with st.async, counted on
 // the owner's mbarrier; the owner's reducer warp sums the 8 ranks in rank order, rounds once (#3),
 // stores proj, and frees the receive slot on every rank. So proj is deterministic and independent of
 // S (every column's sum runs the same way whatever the other columns).
@@ -71,17 +71,18 @@ struct Args {
     unsigned long long x_delay_ns;
 };
 
-enum Stamp { kEntry, kFirstChunk, kLastChunk, kXReady, kLastProj, kExit, kSynced, kStamps = 8 };
+enum Stamp { kEntry, kFirstChunk, kLastChunk, kXReady, kLastProj, kExit, kSynced, kCycles, kStamps = 8 };
 
 struct Smem {  // offsets into dynamic shared memory
-    int ring, x, recv, bytes;
+    int ring, x, recv, red, bytes;
     __host__ __device__ static Smem layout(int S, int chunk, int stages, int slots) {
         const int nt = (S + 7) / 8;
         Smem s{};
         s.ring = 0;
         s.x = stages * chunk;
         s.recv = s.x + nt * 8 * kXStride * 2;
-        s.bytes = s.recv + slots * kRanks * 8 * nt * 8 * 4;
+        s.red = s.recv + slots * kRanks * 8 * nt * 8 * 4;
+        s.bytes = s.red + 4 * 32 * nt * 4 * 4;  // the odd k-steps' partials, a warp pair an m-tile
         return s;
     }
 };
@@ -101,6 +102,7 @@ __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(kThreads, 1) in
     const int nt = (a.S + 7) / 8;
     unsigned long long* st = a.stamps + size_t(cta) * kStamps;
     const unsigned long long t0 = now_ns();
+    const long long c0 = clock64();
     if (threadIdx.x == 0) {
         st[kEntry] = t0;
         for (int s = 0; s < a.stages; ++s) mbar_init(&full[s], 1), mbar_init(&empty[s], kConsumers);
@@ -171,7 +173,6 @@ __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(kThreads, 1) in
             team_bar(1, kConsumers * 32);
             if (threadIdx.x == kFirstConsumer * 32) st[kXReady] = now_ns();
         }
-        const int t_lo = half * ((nt + 1) / 2), t_hi = min(nt, t_lo + (nt + 1) / 2);  // this warp's n-tiles
         // the chunk this warp holds (waited for, not yet freed): index, slot, phase, first byte
         int cur = 0, cur_slot = 0, cur_base = 0;
         uint32_t cur_phase = 0;
@@ -198,40 +199,59 @@ __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(kThreads, 1) in
             const int g = lane / 4, c = lane % 4;
             int off = 0;  // this CTA's run: unit by unit, [k-step][m-tile] tiles
             float* recv = reinterpret_cast<float*>(smem + L.recv);
+            float* red = reinterpret_cast<float*>(smem + L.red) + (m * 32 + lane) * nt * 4;
             for (int u = 0; u < units; ++u) {
                 const int mt = a.unit_mt[u0 + u], s = u % a.slots;
-                float acc[2][4][4] = {};
-                const bool active = m < mt && t_lo < t_hi;
-                if (active) {
-                    for (int ks = 0; ks < kKSteps; ++ks) {
-                        const int at = off + (ks * mt + m) * kTileBytes;
-                        const uint4 w4 = *reinterpret_cast<const uint4*>(hold(at) + lane * 16);
+                // warp (m, half): the m-tile's k-steps of parity `half`, every n-tile; the same split
+                // whatever S, so a column's sum runs the same way at every S
+                float acc[8][4] = {};
+                if (m < mt) {
+                    const int stride = 2 * mt * kTileBytes;
+                    int at = off + (half * mt + m) * kTileBytes;
+                    uint4 w = *reinterpret_cast<const uint4*>(hold(at) + lane * 16);
+                    for (int ks = half; ks < kKSteps; ks += 2) {
+                        uint4 next = w;
+                        if (ks + 2 < kKSteps) next = *reinterpret_cast<const uint4*>(hold(at + stride) + lane * 16);
 #pragma unroll
-                        for (int t = 0; t < 4; ++t) {
-                            if (t_lo + t >= t_hi) break;
+                        for (int t = 0; t < 8; ++t) {
+                            if (t >= nt) break;
                             uint32_t b[2];
-                            ldmatrix_x2(b, xs + ((t_lo + t) * 8 + lane % 8) * kXStride + ks * 16 + (lane / 8) % 2 * 8);
-                            if (ks & 1) mma_bf16_16816(acc[1][t], w4.x, w4.y, w4.z, w4.w, b[0], b[1]);
-                            else mma_bf16_16816(acc[0][t], w4.x, w4.y, w4.z, w4.w, b[0], b[1]);
+                            ldmatrix_x2(b, xs + (t * 8 + lane % 8) * kXStride + ks * 16 + (lane / 8) % 2 * 8);
+                            mma_bf16_16816(acc[t], w.x, w.y, w.z, w.w, b[0], b[1]);
+                        }
+                        w = next, at += stride;
+                    }
+                    const int pair_bar = 2 + m;  // named barriers 2..5: the two warps of m-tile m
+                    if (half == 1) {
+#pragma unroll
+                        for (int t = 0; t < 8; ++t)
+                            if (t < nt) *reinterpret_cast<float4*>(red + t * 4) = make_float4(acc[t][0], acc[t][1], acc[t][2], acc[t][3]);
+                    }
+                    asm volatile("bar.sync %0, 64;" ::"r"(pair_bar) : "memory");
+                    if (half == 0) {  // even + odd, then the unit's partials to their owners: rows g (rank 2m), g + 8 (2m + 1)
+#pragma unroll
+                        for (int t = 0; t < 8; ++t)
+                            if (t < nt) {
+                                const float4 o = *reinterpret_cast<const float4*>(red + t * 4);
+                                acc[t][0] += o.x, acc[t][1] += o.y, acc[t][2] += o.z, acc[t][3] += o.w;
+                            }
+                    }
+                    asm volatile("bar.sync %0, 64;" ::"r"(pair_bar) : "memory");  // red may be written again
+                    if (half == 0) {
+                        if (u >= a.slots)
+                            probe::spin([&] { return mbar_try_wait_cluster(&free_bar[s], uint32_t(u / a.slots - 1) & 1u); });
+                        float* slot = recv + size_t(s) * kRanks * 8 * nt * 8;
+#pragma unroll
+                        for (int t = 0; t < 8; ++t) {
+                            if (t >= nt) break;
+                            float* lo = slot + (rank * 8 + g) * nt * 8 + t * 8 + 2 * c;
+                            st_async_f2(peer_addr(lo, uint32_t(2 * m)), acc[t][0], acc[t][1], peer_addr(&recv_bar[s], uint32_t(2 * m)));
+                            st_async_f2(peer_addr(lo, uint32_t(2 * m + 1)), acc[t][2], acc[t][3],
+                                        peer_addr(&recv_bar[s], uint32_t(2 * m + 1)));
                         }
                     }
                 }
                 off += kKSteps * mt * kTileBytes;
-                if (active) {  // the unit's partials to their owners: rows g (rank 2m) and g + 8 (rank 2m + 1)
-                    if (u >= a.slots)
-                        probe::spin([&] { return mbar_try_wait_cluster(&free_bar[s], uint32_t(u / a.slots - 1) & 1u); });
-                    float* slot = recv + size_t(s) * kRanks * 8 * nt * 8;
-#pragma unroll
-                    for (int t = 0; t < 4; ++t) {
-                        if (t_lo + t >= t_hi) break;
-                        const int col = (t_lo + t) * 8 + 2 * c;
-                        float* lo = slot + (rank * 8 + g) * nt * 8 + col;
-                        st_async_f2(peer_addr(lo, uint32_t(2 * m)), acc[0][t][0] + acc[1][t][0], acc[0][t][1] + acc[1][t][1],
-                                    peer_addr(&recv_bar[s], uint32_t(2 * m)));
-                        st_async_f2(peer_addr(lo, uint32_t(2 * m + 1)), acc[0][t][2] + acc[1][t][2], acc[0][t][3] + acc[1][t][3],
-                                    peer_addr(&recv_bar[s], uint32_t(2 * m + 1)));
-                    }
-                }
             }
         }
         while (cur < chunks) advance();
@@ -239,7 +259,7 @@ __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(kThreads, 1) in
     }
     __syncthreads();
     cluster_sync();  // no rank leaves while a peer may still send to it
-    if (threadIdx.x == 0) st[kExit] = now_ns();
+    if (threadIdx.x == 0) st[kExit] = now_ns(), st[kCycles] = (unsigned long long)(clock64() - c0);
 }
 
 // For the residency question: a kernel of the same footprint, cluster size chosen at launch.
@@ -363,6 +383,7 @@ struct Run {
     float sync_us;    // median of (last CTA past the first cluster barrier − first entry)
     float chunk1_us;  // median of (the last CTA's first chunk − first entry)
     float bytes_tbs;  // packed bytes / span
+    float mhz;        // median SM clock over the launch (CTA 0's cycles / its time)
     bool ok;
 };
 
@@ -382,7 +403,7 @@ Run run(Device& d, const Case& c, int reps) {
     cfg.attrs = attr, cfg.numAttrs = 1;
     cudaEvent_t e0, e1;
     check(cudaEventCreate(&e0), "event"), check(cudaEventCreate(&e1), "event");
-    std::vector<float> ev, span, proj, skew, sync, first;
+    std::vector<float> ev, span, proj, skew, sync, first, mhz;
     std::vector<unsigned long long> h(size_t(kCtas) * kStamps);
     for (int i = 0; i < reps + 2; ++i) {
         Args a{d.d_w + size_t(i % kCopies) * d.packed_bytes, d.d_off, d.d_first, d.d_row0, d.d_mt, d.d_x, d.d_proj,
@@ -407,9 +428,10 @@ Run run(Device& d, const Case& c, int reps) {
         auto us = [&](unsigned long long t) { return float(t - t0) / 1000.f; };
         ev.push_back(ms * 1000.f), span.push_back(us(t_exit)), proj.push_back(c.compute ? us(t_proj) : 0.f);
         skew.push_back(us(t_last_in)), sync.push_back(us(t_sync)), first.push_back(us(t_first));
+        mhz.push_back(float(h[kCycles]) / float(h[kExit] - h[kEntry]) * 1000.f);
     }
     out.event_us = median(ev), out.span_us = median(span), out.proj_us = median(proj), out.chunk1_us = median(first);
-    out.skew_us = median(skew), out.sync_us = median(sync);
+    out.skew_us = median(skew), out.sync_us = median(sync), out.mhz = median(mhz);
     out.bytes_tbs = float(d.packed_bytes) / (out.span_us * 1e-6f) / 1e12f;
     out.ok = true;
     check(cudaEventDestroy(e0), "event"), check(cudaEventDestroy(e1), "event");
@@ -423,8 +445,8 @@ void print_row(const char* mode, const Case& c, const Run& r) {
         std::printf("  does not fit\n");
         return;
     }
-    std::printf("  event %6.1f  span %6.1f  proj %6.1f  skew %4.2f  synced %4.2f  1st chunk %4.2f us  %.2f TB/s\n", r.event_us,
-                r.span_us, r.proj_us, r.skew_us, r.sync_us, r.chunk1_us, r.bytes_tbs);
+    std::printf("  event %6.1f  span %6.1f  proj %6.1f  skew %4.2f  synced %4.2f  1st chunk %4.2f us  %.2f TB/s  %4.0f MHz\n",
+                r.event_us, r.span_us, r.proj_us, r.skew_us, r.sync_us, r.chunk1_us, r.bytes_tbs, r.mhz);
 }
 
 // fp32 host reference, sequential over d (the reference path's default order), rounded once.

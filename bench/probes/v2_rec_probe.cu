@@ -51,7 +51,7 @@ struct Args {
     const float* vrows;     // [kTokens][kRows] values, and β at [kTokens * kRows + t]
     float* states;          // [kCtas][kRows][kK] per token (overwritten)
     uint16_t* o;            // [kCtas][kTokens][kRows]
-    float* ns_per_token;    // [kCtas]
+    float* ns_per_token;    // [kCtas] ns, then [kCtas] SM cycles a token
     uint32_t* stop;
     int stream, store;
 };
@@ -101,6 +101,7 @@ __device__ void run_tile(const Args& a, int cta, const float* vec, const float* 
     };
     asm volatile("bar.sync %0, %1;" ::"n"(BAR), "n"(NT) : "memory");
     const unsigned long long t0 = now_ns();
+    const long long c0 = clock64();
     int buf = 0;
     for (int round = 0; round < kRounds; ++round)
         for (int tok = 0; tok < kTokens; ++tok) {
@@ -135,7 +136,10 @@ __device__ void run_tile(const Args& a, int cta, const float* vec, const float* 
         }
     if (t == 0 && a.store == kBulk) bulk_wait_read<0>();
     asm volatile("bar.sync %0, %1;" ::"n"(BAR), "n"(NT) : "memory");
-    if (t == 0) a.ns_per_token[cta] = float(now_ns() - t0) / float(kRounds * kTokens);
+    if (t == 0) {
+        a.ns_per_token[cta] = float(now_ns() - t0) / float(kRounds * kTokens);
+        a.ns_per_token[kCtas + cta] = float(clock64() - c0) / float(kRounds * kTokens);
+    }
 }
 
 template <int LANES>
@@ -232,7 +236,7 @@ void measure(int launches, unsigned char* buf) {
     check(cudaMemcpy(d_vr, vr.data(), vr.size() * 4, cudaMemcpyHostToDevice), "v copy");
     check(cudaMalloc(&d_states, size_t(kCtas) * kRows * kK * 4), "states");
     check(cudaMalloc(&d_o, size_t(kCtas) * kTokens * kRows * 2), "o");
-    check(cudaMalloc(&d_ns, kCtas * 4), "ns"), check(cudaMalloc(&d_stop, 4), "stop");
+    check(cudaMalloc(&d_ns, 2 * kCtas * 4), "ns"), check(cudaMalloc(&d_stop, 4), "stop");
     void (*kernel)(const Args) = rec<LANES>;
     check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem), "smem attr");
     cudaLaunchConfig_t cfg{};
@@ -243,23 +247,24 @@ void measure(int launches, unsigned char* buf) {
     std::vector<uint16_t> o_first;
     for (int store = 0; store < 3; ++store)
         for (int stream = 0; stream < 2; ++stream) {
-            std::vector<float> med, worst;
+            std::vector<float> med, worst, cyc;
             for (int l = 0; l < launches + 1; ++l) {
                 check(cudaMemset(d_stop, 0, 4), "stop clear");
                 Args a{buf, d_vec, d_vr, d_states, d_o, d_ns, d_stop, stream, store};
                 check(cudaLaunchKernelEx(&cfg, kernel, a), "launch");
                 check(cudaDeviceSynchronize(), "kernel");
-                std::vector<float> ns(kTiles);
+                std::vector<float> ns(kTiles), cy(kTiles);
                 check(cudaMemcpy(ns.data(), d_ns, kTiles * 4, cudaMemcpyDeviceToHost), "ns");
+                check(cudaMemcpy(cy.data(), d_ns + kCtas, kTiles * 4, cudaMemcpyDeviceToHost), "cycles");
                 std::vector<uint16_t> o(size_t(kTiles) * kTokens * kRows);
                 check(cudaMemcpy(o.data(), d_o, o.size() * 2, cudaMemcpyDeviceToHost), "o");
                 if (o_first.empty()) o_first = o;
                 else if (o != o_first) std::printf("  o differs between launches: a race\n");
                 if (l == 0) continue;
-                med.push_back(median(ns)), worst.push_back(*std::max_element(ns.begin(), ns.end()));
+                med.push_back(median(ns)), worst.push_back(*std::max_element(ns.begin(), ns.end())), cyc.push_back(median(cy));
             }
-            std::printf("  %d lanes a row  state store %-12s  %-14s  %6.1f ns a token (slowest tile %6.1f)\n", LANES,
-                        kStoreName[store], stream ? "beside stream" : "idle", median(med), median(worst));
+            std::printf("  %d lanes a row  state store %-12s  %-14s  %6.1f ns a token (slowest tile %6.1f), %5.0f cycles\n", LANES,
+                        kStoreName[store], stream ? "beside stream" : "idle", median(med), median(worst), median(cyc));
         }
     check(cudaFree(d_vec), "free"), check(cudaFree(d_vr), "free"), check(cudaFree(d_states), "free");
     check(cudaFree(d_o), "free"), check(cudaFree(d_ns), "free"), check(cudaFree(d_stop), "free");
