@@ -71,7 +71,10 @@ struct Args {
     unsigned long long x_delay_ns;
 };
 
-enum Stamp { kEntry, kFirstChunk, kLastChunk, kXReady, kLastProj, kExit, kSynced, kCycles, kStamps = 8 };
+enum Stamp { kEntry, kFirstChunk, kLastChunk, kXReady, kLastProj, kExit, kSynced, kCycles, kUnit0 };
+// per unit u (trace mode): kUnit0 + 4u + {0: m-tile 0's even warp done with its k-steps, 1: its partials
+// sent, 2: the reducer saw the unit's partials, 3: the reducer freed the slot}
+constexpr int kMaxTracedUnits = 16, kStamps = kUnit0 + 4 * kMaxTracedUnits;
 
 struct Smem {  // offsets into dynamic shared memory
     int ring, x, recv, red, bytes;
@@ -134,9 +137,11 @@ __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(kThreads, 1) in
         for (int u = 0; u < units; ++u) {
             const int s = u % a.slots, mt = a.unit_mt[u0 + u], row0 = a.unit_row0[u0 + u];
             if (rank >= 2 * mt) continue;  // a unit of mt tiles has 2·mt owners
+            const bool traced = lane == 0 && u < kMaxTracedUnits;
             if (lane == 0) mbar_arrive_expect(&recv_bar[s], uint32_t(kRanks * 8 * nt * 8 * 4));
             probe::spin([&] { return mbar_try_wait_cluster(&recv_bar[s], (phase >> s) & 1u); });
             phase ^= 1u << s;
+            if (traced) st[kUnit0 + 4 * u + 2] = now_ns();
             const float* slot = recv + size_t(s) * kRanks * 8 * nt * 8;
             for (int col = lane; col < a.S; col += 32) {
                 uint32_t packed[4];
@@ -157,6 +162,7 @@ __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(kThreads, 1) in
                 if (a.release_free) mbar_arrive_peer_release(bar, n);
                 else mbar_arrive_peer(bar, n);
             }
+            if (traced) st[kUnit0 + 4 * u + 3] = now_ns();
         }
         if (lane == 0) st[kLastProj] = now_ns();
     } else if (warp >= kFirstConsumer) {  // the consumers
@@ -221,6 +227,8 @@ __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(kThreads, 1) in
                         }
                         w = next, at += stride;
                     }
+                    const bool traced = cw == 0 && lane == 0 && u < kMaxTracedUnits;
+                    if (traced) st[kUnit0 + 4 * u] = now_ns();
                     const int pair_bar = 2 + m;  // named barriers 2..5: the two warps of m-tile m
                     if (half == 1) {
 #pragma unroll
@@ -249,6 +257,7 @@ __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(kThreads, 1) in
                             st_async_f2(peer_addr(lo, uint32_t(2 * m + 1)), acc[t][2], acc[t][3],
                                         peer_addr(&recv_bar[s], uint32_t(2 * m + 1)));
                         }
+                        if (traced) st[kUnit0 + 4 * u + 1] = now_ns();
                     }
                 }
                 off += kKSteps * mt * kTileBytes;
@@ -503,6 +512,29 @@ void residency() {
     check(cudaFree(d_out), "free");
 }
 
+// One S = 1 launch's unit timeline on two ranks of cluster 0 (µs from the first entry).
+void trace_mode(Device& d) {
+    const Case c{1, 16384, 4, 4, 1, 0, 0};
+    run(d, c, 1);
+    std::vector<unsigned long long> h(size_t(kCtas) * kStamps);
+    check(cudaMemcpy(h.data(), d.d_stamps, h.size() * 8, cudaMemcpyDeviceToHost), "stamps");
+    unsigned long long t0 = ~0ull;
+    for (int k = 0; k < kCtas; ++k) t0 = std::min(t0, h[size_t(k) * kStamps + kEntry]);
+    auto us = [&](unsigned long long t) { return t ? double(t - t0) / 1000.0 : -1.0; };
+    for (int cta : {0, 7}) {
+        const unsigned long long* s = &h[size_t(cta) * kStamps];
+        std::printf("trace CTA %d: entry %.2f synced %.2f x %.2f first chunk %.2f last chunk %.2f last proj %.2f exit %.2f\n", cta,
+                    us(s[kEntry]), us(s[kSynced]), us(s[kXReady]), us(s[kFirstChunk]), us(s[kLastChunk]), us(s[kLastProj]),
+                    us(s[kExit]));
+        for (int u = 0; u < kMaxTracedUnits; ++u) {
+            const unsigned long long* t = s + kUnit0 + 4 * u;
+            if (!t[0] && !t[2]) continue;
+            std::printf("  unit %2d: k-steps done %7.2f  sent %7.2f  partials seen %7.2f  slot freed %7.2f\n", u, us(t[0]),
+                        us(t[1]), us(t[2]), us(t[3]));
+        }
+    }
+}
+
 int check_mode(Device& d) {
     std::printf("check: proj against an fp32 sequential host reference; the same rows at every S; twice\n");
     std::vector<uint16_t> ref = host_proj(d, 64), first_rows;
@@ -578,6 +610,7 @@ int main(int argc, char** argv) {
                 const Case c{S, 16384, 8, 4, 1, delay, 0};
                 print_row("delay", c, run(d, c, reps));
             }
+    if (mode == "trace" || mode == "all") trace_mode(d);
     if (mode == "check" || mode == "all") rc |= check_mode(d);
     return rc;
 }

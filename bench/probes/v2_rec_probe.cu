@@ -84,10 +84,28 @@ __device__ __forceinline__ float across(float v) {
     return v;
 }
 
-template <int LANES>
-__device__ void run_tile(const Args& a, int cta, const float* vec, const float* vrow, float* stage) {
+// The same butterfly through shared memory: each lane writes its partial, the row's lanes read all of
+// them after a warp barrier and add them in the butterfly's order ((c0 + c1) + (c2 + c3) …).
+template <int lanes>
+__device__ __forceinline__ float across_smem(float v, float* xch, int lane) {
+    xch[lane] = v;
+    __syncwarp();
+    const float* r = xch + (lane & ~(lanes - 1));
+    float p[lanes];
+#pragma unroll
+    for (int i = 0; i < lanes; ++i) p[i] = r[i];
+    return tree<lanes>(p);
+}
+
+template <int LANES, bool SMEM_REDUCE>
+__device__ void run_tile(const Args& a, int cta, const float* vec, const float* vrow, float* stage, float* xch) {
     constexpr int KP = kK / LANES, NT = kRows * LANES, BAR = 3;
-    const int t = int(threadIdx.x) - 256, row = t / LANES, c = t % LANES;
+    const int t = int(threadIdx.x) - 256, row = t / LANES, c = t % LANES, lane = t % 32;
+    float* xa = xch + (t / 32) * 64;  // this warp's two exchange rows (kS, o)
+    auto reduce = [&](float v, int which) {
+        if constexpr (SMEM_REDUCE) return across_smem<LANES>(v, xa + 32 * which, lane);
+        else return across<LANES>(v);
+    };
     float S[KP];
 #pragma unroll
     for (int j = 0; j < KP; ++j) S[j] = 0.f;
@@ -110,10 +128,10 @@ __device__ void run_tile(const Args& a, int cta, const float* vec, const float* 
             const float v = vrow[tok * kRows + row], beta = vrow[kTokens * kRows + tok];
 #pragma unroll
             for (int j = 0; j < KP; ++j) S[j] = __fmul_rn(S[j], dec[j]), p[j] = __fmul_rn(S[j], kh[j]);
-            const float u = __fmul_rn(__fsub_rn(v, across<LANES>(tree<KP>(p))), beta);
+            const float u = __fmul_rn(__fsub_rn(v, reduce(tree<KP>(p), 0)), beta);
 #pragma unroll
             for (int j = 0; j < KP; ++j) S[j] = __fadd_rn(S[j], __fmul_rn(u, kh[j])), p[j] = __fmul_rn(S[j], qh[j]);
-            const float o = across<LANES>(tree<KP>(p));
+            const float o = reduce(tree<KP>(p), 1);
             if (c == 0) {
                 const uint32_t b = __float_as_uint(o);
                 a.o[(size_t(cta) * kTokens + tok) * kRows + row] = uint16_t((b + 0x7fffu + ((b >> 16) & 1u)) >> 16);
@@ -142,8 +160,9 @@ __device__ void run_tile(const Args& a, int cta, const float* vec, const float* 
     }
 }
 
-template <int LANES>
+template <int LANES, bool SMEM_REDUCE>
 __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(kThreads, 1) rec(const Args a) {
+    __shared__ float xch[8 * 64];  // across_smem's exchange rows, two a warp
     extern __shared__ __align__(1024) unsigned char smem[];
     __shared__ uint64_t full[kStages], empty[kStages];
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -186,7 +205,7 @@ __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(kThreads, 1) re
             if (lane == 0) mbar_arrive(&empty[j % kStages]);
         }
     } else if (warp >= 8 && warp < 8 + kRows * LANES / 32 && tile) {
-        run_tile<LANES>(a, cta, vec, vrow, stage);
+        run_tile<LANES, SMEM_REDUCE>(a, cta, vec, vrow, stage, xch);
         if (threadIdx.x == 256 && cta == 0) st_release(a.stop, 1u);  // the tiles all end at about once
     }
     __syncthreads();
@@ -224,7 +243,7 @@ void make_inputs(int lanes, std::vector<float>& vec, std::vector<float>& vr) {
     }
 }
 
-template <int LANES>
+template <int LANES, bool SMEM_REDUCE>
 void measure(int launches, unsigned char* buf) {
     std::vector<float> vec, vr;
     make_inputs(LANES, vec, vr);
@@ -237,7 +256,7 @@ void measure(int launches, unsigned char* buf) {
     check(cudaMalloc(&d_states, size_t(kCtas) * kRows * kK * 4), "states");
     check(cudaMalloc(&d_o, size_t(kCtas) * kTokens * kRows * 2), "o");
     check(cudaMalloc(&d_ns, 2 * kCtas * 4), "ns"), check(cudaMalloc(&d_stop, 4), "stop");
-    void (*kernel)(const Args) = rec<LANES>;
+    void (*kernel)(const Args) = rec<LANES, SMEM_REDUCE>;
     check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem), "smem attr");
     cudaLaunchConfig_t cfg{};
     cfg.gridDim = dim3(kCtas), cfg.blockDim = dim3(kThreads), cfg.dynamicSmemBytes = kSmem;
@@ -263,8 +282,8 @@ void measure(int launches, unsigned char* buf) {
                 if (l == 0) continue;
                 med.push_back(median(ns)), worst.push_back(*std::max_element(ns.begin(), ns.end())), cyc.push_back(median(cy));
             }
-            std::printf("  %d lanes a row  state store %-12s  %-14s  %6.1f ns a token (slowest tile %6.1f), %5.0f cycles\n", LANES,
-                        kStoreName[store], stream ? "beside stream" : "idle", median(med), median(worst), median(cyc));
+            std::printf("  %d lanes a row %s  state store %-12s  %-14s  %6.1f ns a token (slowest tile %6.1f), %5.0f cycles\n", LANES,
+                        SMEM_REDUCE ? "(smem sums)" : "(shuffles) ", kStoreName[store], stream ? "beside stream" : "idle", median(med), median(worst), median(cyc));
         }
     check(cudaFree(d_vec), "free"), check(cudaFree(d_vr), "free"), check(cudaFree(d_states), "free");
     check(cudaFree(d_o), "free"), check(cudaFree(d_ns), "free"), check(cudaFree(d_stop), "free");
@@ -279,7 +298,9 @@ int main(int argc, char** argv) {
     check(cudaMalloc(&buf, kStreamBytes), "stream buffer"), check(cudaMemset(buf, 1, kStreamBytes), "fill");
     std::printf("monokda-v2-rec-probe: ns a token on a 32x128 register tile (median over %d tiles, %d launches)\n", kTiles,
                 launches);
-    measure<4>(launches, buf);
-    measure<8>(launches, buf);
+    measure<4, false>(launches, buf);
+    measure<4, true>(launches, buf);
+    measure<8, false>(launches, buf);
+    measure<8, true>(launches, buf);
     return 0;
 }
