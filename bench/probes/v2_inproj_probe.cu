@@ -66,7 +66,8 @@ struct Args {
     const uint16_t* x;            // [S][D] bf16
     uint16_t* proj;               // [S][N] bf16
     unsigned long long* stamps;   // [kCtas][8]
-    int S, chunk, stages, slots, compute;
+    int S, chunk, stages, slots;
+    int compute;                  // 0 stream only; 1 in_proj; 2 in_proj without the products; 3 without the weight loads
     int release_free;             // free the receive slots with a release arrive (else relaxed, after a CTA fence)
     unsigned long long x_delay_ns;
 };
@@ -217,13 +218,17 @@ __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(kThreads, 1) in
                     uint4 w = *reinterpret_cast<const uint4*>(hold(at) + lane * 16);
                     for (int ks = half; ks < kKSteps; ks += 2) {
                         uint4 next = w;
-                        if (ks + 2 < kKSteps) next = *reinterpret_cast<const uint4*>(hold(at + stride) + lane * 16);
+                        if (ks + 2 < kKSteps) {
+                            const unsigned char* p = hold(at + stride) + lane * 16;
+                            if (a.compute != 3) next = *reinterpret_cast<const uint4*>(p);
+                        }
 #pragma unroll
                         for (int t = 0; t < 8; ++t) {
                             if (t >= nt) break;
                             uint32_t b[2];
                             ldmatrix_x2(b, xs + (t * 8 + lane % 8) * kXStride + ks * 16 + (lane / 8) % 2 * 8);
-                            mma_bf16_16816(acc[t], w.x, w.y, w.z, w.w, b[0], b[1]);
+                            if (a.compute == 2) acc[t][0] += __uint_as_float((w.x ^ b[0]) & 0x3f800000u);
+                            else mma_bf16_16816(acc[t], w.x, w.y, w.z, w.w, b[0], b[1]);
                         }
                         w = next, at += stride;
                     }
@@ -513,9 +518,9 @@ void residency() {
 }
 
 // One S = 1 launch's unit timeline on two ranks of cluster 0 (µs from the first entry).
-void trace_mode(Device& d) {
-    const Case c{1, 16384, 4, 4, 1, 0, 0};
-    run(d, c, 1);
+void trace_mode(Device& d, int compute) {
+    const Case c{1, 16384, 4, 4, compute, 0, 0};
+    std::printf("trace, compute mode %d (1 in_proj, 2 no products, 3 no weight loads): span %.1f us\n", compute, run(d, c, 3).span_us);
     std::vector<unsigned long long> h(size_t(kCtas) * kStamps);
     check(cudaMemcpy(h.data(), d.d_stamps, h.size() * 8, cudaMemcpyDeviceToHost), "stamps");
     unsigned long long t0 = ~0ull;
@@ -610,7 +615,8 @@ int main(int argc, char** argv) {
                 const Case c{S, 16384, 8, 4, 1, delay, 0};
                 print_row("delay", c, run(d, c, reps));
             }
-    if (mode == "trace" || mode == "all") trace_mode(d);
+    if (mode == "trace" || mode == "all")
+        for (int compute : {1, 2, 3}) trace_mode(d, compute);
     if (mode == "check" || mode == "all") rc |= check_mode(d);
     return rc;
 }

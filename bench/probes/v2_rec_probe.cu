@@ -97,9 +97,9 @@ __device__ __forceinline__ float across_smem(float v, float* xch, int lane) {
     return tree<lanes>(p);
 }
 
-template <int LANES, bool SMEM_REDUCE>
+template <int LANES, bool SMEM_REDUCE, int ROWS>
 __device__ void run_tile(const Args& a, int cta, const float* vec, const float* vrow, float* stage, float* xch) {
-    constexpr int KP = kK / LANES, NT = kRows * LANES, BAR = 3;
+    constexpr int KP = kK / LANES, NT = ROWS * LANES, BAR = 3;
     const int t = int(threadIdx.x) - 256, row = t / LANES, c = t % LANES, lane = t % 32;
     float* xa = xch + (t / 32) * 64;  // this warp's two exchange rows (kS, o)
     auto reduce = [&](float v, int which) {
@@ -142,13 +142,13 @@ __device__ void run_tile(const Args& a, int cta, const float* vec, const float* 
             } else if (a.store == kBulk) {  // stage the tile, one thread writes it in one copy
                 if (t == 0) bulk_wait_read<1>();  // the copy from this buffer two tokens ago has read it
                 asm volatile("bar.sync %0, %1;" ::"n"(BAR), "n"(NT) : "memory");
-                float* mine = stage + buf * (kRows * kK) + row * kK + KP * c;
+                float* mine = stage + buf * (ROWS * kK) + row * kK + KP * c;
 #pragma unroll
                 for (int q = 0; q < KP / 4; ++q)
                     *reinterpret_cast<float4*>(mine + 4 * q) = make_float4(S[4 * q], S[4 * q + 1], S[4 * q + 2], S[4 * q + 3]);
                 fence_async_proxy();
                 asm volatile("bar.sync %0, %1;" ::"n"(BAR), "n"(NT) : "memory");
-                if (t == 0) bulk_store_1d(a.states + size_t(cta) * kRows * kK, stage + buf * (kRows * kK), kStageBytes), bulk_commit();
+                if (t == 0) bulk_store_1d(a.states + size_t(cta) * kRows * kK, stage + buf * (ROWS * kK), ROWS * kK * 4), bulk_commit();
                 buf ^= 1;
             }
         }
@@ -160,14 +160,17 @@ __device__ void run_tile(const Args& a, int cta, const float* vec, const float* 
     }
 }
 
-template <int LANES, bool SMEM_REDUCE>
+template <int ROWS>
+__host__ __device__ constexpr int tiles_for() { return ROWS == 32 ? kTiles : 2 * kTiles; }  // R = 1's 1536 state rows
+
+template <int LANES, bool SMEM_REDUCE, int ROWS>
 __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(kThreads, 1) rec(const Args a) {
     __shared__ float xch[8 * 64];  // across_smem's exchange rows, two a warp
     extern __shared__ __align__(1024) unsigned char smem[];
     __shared__ uint64_t full[kStages], empty[kStages];
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int cta = int(cluster_id()) * kRanks + int(cluster_rank());
-    const bool tile = cta < kTiles;
+    const bool tile = cta < tiles_for<ROWS>();
     float* vec = reinterpret_cast<float*>(smem + kStages * kChunk);
     float* vrow = vec + kVecFloats;
     float* stage = vrow + kVrowFloats;  // 16-byte aligned: every size before is a multiple of 16 bytes
@@ -204,8 +207,8 @@ __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(kThreads, 1) re
             if (stop) break;
             if (lane == 0) mbar_arrive(&empty[j % kStages]);
         }
-    } else if (warp >= 8 && warp < 8 + kRows * LANES / 32 && tile) {
-        run_tile<LANES, SMEM_REDUCE>(a, cta, vec, vrow, stage, xch);
+    } else if (warp >= 8 && warp < 8 + ROWS * LANES / 32 && tile) {
+        run_tile<LANES, SMEM_REDUCE, ROWS>(a, cta, vec, vrow, stage, xch);
         if (threadIdx.x == 256 && cta == 0) st_release(a.stop, 1u);  // the tiles all end at about once
     }
     __syncthreads();
@@ -243,8 +246,9 @@ void make_inputs(int lanes, std::vector<float>& vec, std::vector<float>& vr) {
     }
 }
 
-template <int LANES, bool SMEM_REDUCE>
+template <int LANES, bool SMEM_REDUCE, int ROWS>
 void measure(int launches, unsigned char* buf) {
+    constexpr int tiles = tiles_for<ROWS>();
     std::vector<float> vec, vr;
     make_inputs(LANES, vec, vr);
     float *d_vec, *d_vr, *d_states, *d_ns;
@@ -256,7 +260,7 @@ void measure(int launches, unsigned char* buf) {
     check(cudaMalloc(&d_states, size_t(kCtas) * kRows * kK * 4), "states");
     check(cudaMalloc(&d_o, size_t(kCtas) * kTokens * kRows * 2), "o");
     check(cudaMalloc(&d_ns, 2 * kCtas * 4), "ns"), check(cudaMalloc(&d_stop, 4), "stop");
-    void (*kernel)(const Args) = rec<LANES, SMEM_REDUCE>;
+    void (*kernel)(const Args) = rec<LANES, SMEM_REDUCE, ROWS>;
     check(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem), "smem attr");
     cudaLaunchConfig_t cfg{};
     cfg.gridDim = dim3(kCtas), cfg.blockDim = dim3(kThreads), cfg.dynamicSmemBytes = kSmem;
@@ -272,17 +276,17 @@ void measure(int launches, unsigned char* buf) {
                 Args a{buf, d_vec, d_vr, d_states, d_o, d_ns, d_stop, stream, store};
                 check(cudaLaunchKernelEx(&cfg, kernel, a), "launch");
                 check(cudaDeviceSynchronize(), "kernel");
-                std::vector<float> ns(kTiles), cy(kTiles);
-                check(cudaMemcpy(ns.data(), d_ns, kTiles * 4, cudaMemcpyDeviceToHost), "ns");
-                check(cudaMemcpy(cy.data(), d_ns + kCtas, kTiles * 4, cudaMemcpyDeviceToHost), "cycles");
-                std::vector<uint16_t> o(size_t(kTiles) * kTokens * kRows);
+                std::vector<float> ns(tiles), cy(tiles);
+                check(cudaMemcpy(ns.data(), d_ns, tiles * 4, cudaMemcpyDeviceToHost), "ns");
+                check(cudaMemcpy(cy.data(), d_ns + kCtas, tiles * 4, cudaMemcpyDeviceToHost), "cycles");
+                std::vector<uint16_t> o(size_t(tiles) * kTokens * kRows);
                 check(cudaMemcpy(o.data(), d_o, o.size() * 2, cudaMemcpyDeviceToHost), "o");
                 if (o_first.empty()) o_first = o;
                 else if (o != o_first) std::printf("  o differs between launches: a race\n");
                 if (l == 0) continue;
                 med.push_back(median(ns)), worst.push_back(*std::max_element(ns.begin(), ns.end())), cyc.push_back(median(cy));
             }
-            std::printf("  %d lanes a row %s  state store %-12s  %-14s  %6.1f ns a token (slowest tile %6.1f), %5.0f cycles\n", LANES,
+            std::printf("  %2d rows, %d lanes a row %s  state store %-12s  %-14s  %6.1f ns a token (slowest tile %6.1f), %5.0f cycles\n", ROWS, LANES,
                         SMEM_REDUCE ? "(smem sums)" : "(shuffles) ", kStoreName[store], stream ? "beside stream" : "idle", median(med), median(worst), median(cyc));
         }
     check(cudaFree(d_vec), "free"), check(cudaFree(d_vr), "free"), check(cudaFree(d_states), "free");
@@ -296,11 +300,10 @@ int main(int argc, char** argv) {
     check(cudaSetDevice(0), "device");
     unsigned char* buf;
     check(cudaMalloc(&buf, kStreamBytes), "stream buffer"), check(cudaMemset(buf, 1, kStreamBytes), "fill");
-    std::printf("monokda-v2-rec-probe: ns a token on a 32x128 register tile (median over %d tiles, %d launches)\n", kTiles,
-                launches);
-    measure<4, false>(launches, buf);
-    measure<4, true>(launches, buf);
-    measure<8, false>(launches, buf);
-    measure<8, true>(launches, buf);
+    std::printf("monokda-v2-rec-probe: ns a token on a register tile of 16 or 32 rows x 128 keys (median over the tiles, %d launches)\n", launches);
+    measure<4, false, 32>(launches, buf);
+    measure<8, true, 32>(launches, buf);
+    measure<4, true, 16>(launches, buf);
+    measure<8, true, 16>(launches, buf);
     return 0;
 }
