@@ -6,8 +6,8 @@
 // in units of up to 64 (a table per cluster: 64-row units dealt round-robin, then the tail's 16-row
 // groups, so that every cluster's rows end together). Each CTA streams its slices of its cluster's
 // units as one contiguous byte run, packed on the host in the matrix unit's A-fragment order, through
-// the copy engine (1-D bulk copies) into a ring of `stages` chunks from the launch's first instant; it
-// never waits for x to issue. Eight consumer warps (m-tile, k parity) walk the ring and run m16n8k16
+// the copy engine (1-D bulk copies) into a ring of `stages` chunks from the launch's first instant (a
+// chunk: 8 or 14 k-steps of a unit, all its tiles); it never waits for x to issue. Eight consumer warps (m-tile, k parity) walk the ring and run m16n8k16
 // products on their rows (x as the N side; the two warps of an m-tile take the even and the odd
 // k-steps, summed in that order through shared memory); at a unit's end the even warp sends its fp32 partials to the rows' owner CTA (8 rows a rank) with st.async, counted on
 // the owner's mbarrier; the owner's reducer warp sums the 8 ranks in rank order, rounds once (#3),
@@ -19,10 +19,11 @@
 //            and depth, on 15×8 clusters and on 132 single CTAs.
 //   inproj   the whole unit at S = 1, 4, 16, 64 and the same ring settings: launch-to-last-proj time.
 //   delay    inproj at S = 1 and 16 with x made late by 0..6 µs: how much of a late x the ring hides.
+//   trace    one S = 1 launch's unit timeline (in_proj, without the products, without the weight loads).
 //   check    proj against an fp32 host reference in sequential order (the reference path's), bit
 //            identity (teacher-forced: the same bf16 x), and the same rows bit for bit at every S.
 //   residency  cooperative launches of clusters of 1, 2, 4, 8, 16 at this footprint: how many fit.
-// Usage: monokda-v2-inproj-probe [residency|rate|inproj|delay|check|all] [REPS]
+// Usage: monokda-v2-inproj-probe [residency|rate|inproj|delay|trace|check|all] [REPS]
 #include "kernels/vendor/gpu.hpp"
 #include "kernels/vendor/cluster.hpp"
 
@@ -66,7 +67,7 @@ struct Args {
     const uint16_t* x;            // [S][D] bf16
     uint16_t* proj;               // [S][N] bf16
     unsigned long long* stamps;   // [kCtas][8]
-    int S, chunk, stages, slots;
+    int S, chunk, stages, slots;  // chunk: the ring's slot bytes, KQ · 4 tiles (KQ 8 or 14)
     int compute;                  // 0 stream only; 1 in_proj; 2 in_proj without the products; 3 without the weight loads
     int release_free;             // free the receive slots with a release arrive (else relaxed, after a CTA fence)
     unsigned long long x_delay_ns;
@@ -97,12 +98,17 @@ __device__ __forceinline__ uint16_t bf16_rne(float f) {  // #3: round to nearest
     return uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
 
+// KQ k-steps a chunk: a unit of mt tiles is kKSteps / KQ chunks of KQ·mt tiles (the host's packing
+// order, [k-step][m-tile], so a chunk is contiguous); the ring's slots hold KQ·4 tiles.
+template <int KQ>
 __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(kThreads, 1) inproj(const Args a) {
+    static_assert(kKSteps % KQ == 0 && KQ % 2 == 0, "a unit is whole chunks, each split evenly by parity");
+    constexpr int kSlotBytes = KQ * 4 * kTileBytes, kChunksPerUnit = kKSteps / KQ;
     extern __shared__ __align__(1024) unsigned char smem[];
     __shared__ uint64_t full[kMaxStages], empty[kMaxStages], recv_bar[kMaxSlots], free_bar[kMaxSlots];
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int rank = int(cluster_rank()), cl = int(cluster_id()), cta = cl * kRanks + rank;
-    const Smem L = Smem::layout(a.S, a.chunk, a.stages, a.slots);
+    const Smem L = Smem::layout(a.S, kSlotBytes, a.stages, a.slots);
     const int nt = (a.S + 7) / 8;
     unsigned long long* st = a.stamps + size_t(cta) * kStamps;
     const unsigned long long t0 = now_ns();
@@ -117,19 +123,20 @@ __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(kThreads, 1) in
     if (threadIdx.x == 0) st[kSynced] = now_ns();
 
     const int u0 = a.unit_first[cl], units = a.unit_first[cl + 1] - u0;
-    const int begin = a.stream_off[cta], total = a.stream_off[cta + 1] - begin;
-    const int chunks = (total + a.chunk - 1) / a.chunk;
+    const unsigned char* run = a.w + a.stream_off[cta];
 
     if (warp == 0) {  // the producer: the CTA's run, chunk by chunk, from the first instant
         if (lane == 0) {  // slot and phase kept as counters: a division by a run-time value is ~25 instructions
             const uint64_t policy = l2_policy(true);
-            for (int j = 0, s = 0, round = 0; j < chunks; ++j) {
-                if (round > 0) probe::spin([&] { return mbar_try_wait(&empty[s], uint32_t(round - 1) & 1u); });
-                const int bytes = min(a.chunk, total - j * a.chunk);
-                mbar_arrive_expect(&full[s], uint32_t(bytes));
-                bulk_copy_1d(smem + L.ring + size_t(s) * a.chunk, a.w + begin + size_t(j) * a.chunk, uint32_t(bytes),
-                             &full[s], policy);
-                if (++s == a.stages) s = 0, ++round;
+            int s = 0, round = 0, off = 0;
+            for (int u = 0; u < units; ++u) {
+                const int bytes = KQ * a.unit_mt[u0 + u] * kTileBytes;
+                for (int q = 0; q < kChunksPerUnit; ++q, off += bytes) {
+                    if (round > 0) probe::spin([&] { return mbar_try_wait(&empty[s], uint32_t(round - 1) & 1u); });
+                    mbar_arrive_expect(&full[s], uint32_t(bytes));
+                    bulk_copy_1d(smem + L.ring + size_t(s) * kSlotBytes, run + off, uint32_t(bytes), &full[s], policy);
+                    if (++s == a.stages) s = 0, ++round;
+                }
             }
         }
     } else if (warp == 1 && a.compute) {  // the reducer: this rank's 8 rows of every unit it owns rows in
@@ -180,95 +187,86 @@ __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(kThreads, 1) in
             team_bar(1, kConsumers * 32);
             if (threadIdx.x == kFirstConsumer * 32) st[kXReady] = now_ns();
         }
-        // the chunk this warp holds (waited for, not yet freed): index, slot, phase, first byte
-        int cur = 0, cur_slot = 0, cur_base = 0;
-        uint32_t cur_phase = 0;
-        auto advance = [&] {  // free the held chunk, wait for the next
-            if (lane == 0) mbar_arrive(&empty[cur_slot]);
-            ++cur, cur_base += a.chunk;
-            if (++cur_slot == a.stages) cur_slot = 0, cur_phase ^= 1u;
-            if (cur < chunks) probe::spin([&] { return mbar_try_wait(&full[cur_slot], cur_phase); });
+        int slot = 0;
+        uint32_t phase = 0;
+        auto take = [&] {  // wait for the next chunk: its address
+            probe::spin([&] { return mbar_try_wait(&full[slot], phase); });
+            return smem + L.ring + size_t(slot) * kSlotBytes;
         };
-        auto hold = [&](int at) {  // the held chunk's address of stream byte `at` (at >= cur_base)
-            while (at >= cur_base + a.chunk) advance();
-            return smem + L.ring + size_t(cur_slot) * a.chunk + (at - cur_base);
+        auto give = [&] {  // free it
+            if (lane == 0) mbar_arrive(&empty[slot]);
+            if (++slot == a.stages) slot = 0, phase ^= 1u;
         };
-        if (chunks > 0) {
-            probe::spin([&] { return mbar_try_wait(&full[0], 0u); });
-            if (cw == 0 && lane == 0) st[kFirstChunk] = now_ns();
-        }
-        if (!a.compute) {
-            for (int j = 0; j < chunks; ++j) {
-                const uint32_t touch = *reinterpret_cast<const uint32_t*>(hold(j * a.chunk) + lane * 4);
-                asm volatile("" ::"r"(touch));  // the chunk is read
-            }
-        } else {
-            const int g = lane / 4, c = lane % 4;
-            int off = 0;  // this CTA's run: unit by unit, [k-step][m-tile] tiles
-            float* recv = reinterpret_cast<float*>(smem + L.recv);
-            float* red = reinterpret_cast<float*>(smem + L.red) + (m * 32 + lane) * nt * 4;
-            for (int u = 0; u < units; ++u) {
-                const int mt = a.unit_mt[u0 + u], s = u % a.slots;
-                // warp (m, half): the m-tile's k-steps of parity `half`, every n-tile; the same split
-                // whatever S, so a column's sum runs the same way at every S
-                float acc[8][4] = {};
-                if (m < mt) {
-                    const int stride = 2 * mt * kTileBytes;
-                    int at = off + (half * mt + m) * kTileBytes;
-                    uint4 w = *reinterpret_cast<const uint4*>(hold(at) + lane * 16);
-                    for (int ks = half; ks < kKSteps; ks += 2) {
-                        uint4 next = w;
-                        if (ks + 2 < kKSteps) {
-                            const unsigned char* p = hold(at + stride) + lane * 16;
-                            if (a.compute != 3) next = *reinterpret_cast<const uint4*>(p);
-                        }
+        const int g = lane / 4, c = lane % 4;
+        float* recv = reinterpret_cast<float*>(smem + L.recv);
+        float* red = reinterpret_cast<float*>(smem + L.red) + (m * 32 + lane) * nt * 4;
+        for (int u = 0; u < units; ++u) {
+            const int mt = a.unit_mt[u0 + u], s = u % a.slots;
+            // warp (m, half): the m-tile's k-steps of parity `half`, every n-tile; the same split
+            // whatever S, so a column's sum runs the same way at every S
+            float acc[8][4] = {};
+            for (int q = 0; q < kChunksPerUnit; ++q) {
+                const unsigned char* chunk = take();
+                if (u == 0 && q == 0 && cw == 0 && lane == 0) st[kFirstChunk] = now_ns();
+                if (a.compute && m < mt) {
+                    uint4 w[KQ / 2];  // this warp's KQ/2 tiles of the chunk, loaded before any product
+#pragma unroll
+                    for (int i = 0; i < KQ / 2; ++i) {
+                        const unsigned char* p = chunk + ((2 * i + half) * mt + m) * kTileBytes + lane * 16;
+                        w[i] = a.compute == 3 ? make_uint4(lane, i, 0, 0) : *reinterpret_cast<const uint4*>(p);
+                    }
+#pragma unroll
+                    for (int i = 0; i < KQ / 2; ++i) {
+                        const int ks = q * KQ + 2 * i + half;
 #pragma unroll
                         for (int t = 0; t < 8; ++t) {
                             if (t >= nt) break;
                             uint32_t b[2];
                             ldmatrix_x2(b, xs + (t * 8 + lane % 8) * kXStride + ks * 16 + (lane / 8) % 2 * 8);
-                            if (a.compute == 2) acc[t][0] += __uint_as_float((w.x ^ b[0]) & 0x3f800000u);
-                            else mma_bf16_16816(acc[t], w.x, w.y, w.z, w.w, b[0], b[1]);
+                            if (a.compute == 2) acc[t][0] += __uint_as_float((w[i].x ^ b[0]) & 0x3f800000u);
+                            else mma_bf16_16816(acc[t], w[i].x, w[i].y, w[i].z, w[i].w, b[0], b[1]);
                         }
-                        w = next, at += stride;
                     }
-                    const bool traced = cw == 0 && lane == 0 && u < kMaxTracedUnits;
-                    if (traced) st[kUnit0 + 4 * u] = now_ns();
-                    const int pair_bar = 2 + m;  // named barriers 2..5: the two warps of m-tile m
-                    if (half == 1) {
-#pragma unroll
-                        for (int t = 0; t < 8; ++t)
-                            if (t < nt) *reinterpret_cast<float4*>(red + t * 4) = make_float4(acc[t][0], acc[t][1], acc[t][2], acc[t][3]);
-                    }
-                    asm volatile("bar.sync %0, 64;" ::"r"(pair_bar) : "memory");
-                    if (half == 0) {  // even + odd, then the unit's partials to their owners: rows g (rank 2m), g + 8 (2m + 1)
-#pragma unroll
-                        for (int t = 0; t < 8; ++t)
-                            if (t < nt) {
-                                const float4 o = *reinterpret_cast<const float4*>(red + t * 4);
-                                acc[t][0] += o.x, acc[t][1] += o.y, acc[t][2] += o.z, acc[t][3] += o.w;
-                            }
-                    }
-                    asm volatile("bar.sync %0, 64;" ::"r"(pair_bar) : "memory");  // red may be written again
-                    if (half == 0) {
-                        if (u >= a.slots)
-                            probe::spin([&] { return mbar_try_wait_cluster(&free_bar[s], uint32_t(u / a.slots - 1) & 1u); });
-                        float* slot = recv + size_t(s) * kRanks * 8 * nt * 8;
-#pragma unroll
-                        for (int t = 0; t < 8; ++t) {
-                            if (t >= nt) break;
-                            float* lo = slot + (rank * 8 + g) * nt * 8 + t * 8 + 2 * c;
-                            st_async_f2(peer_addr(lo, uint32_t(2 * m)), acc[t][0], acc[t][1], peer_addr(&recv_bar[s], uint32_t(2 * m)));
-                            st_async_f2(peer_addr(lo, uint32_t(2 * m + 1)), acc[t][2], acc[t][3],
-                                        peer_addr(&recv_bar[s], uint32_t(2 * m + 1)));
-                        }
-                        if (traced) st[kUnit0 + 4 * u + 1] = now_ns();
-                    }
+                } else if (!a.compute) {
+                    const uint32_t touch = *reinterpret_cast<const uint32_t*>(chunk + lane * 4);
+                    asm volatile("" ::"r"(touch));  // the chunk is read
                 }
-                off += kKSteps * mt * kTileBytes;
+                give();
+            }
+            if (!a.compute || m >= mt) continue;
+            const bool traced = cw == 0 && lane == 0 && u < kMaxTracedUnits;
+            if (traced) st[kUnit0 + 4 * u] = now_ns();
+            const int pair_bar = 2 + m;  // named barriers 2..5: the two warps of m-tile m
+            if (half == 1) {
+#pragma unroll
+                for (int t = 0; t < 8; ++t)
+                    if (t < nt) *reinterpret_cast<float4*>(red + t * 4) = make_float4(acc[t][0], acc[t][1], acc[t][2], acc[t][3]);
+            }
+            asm volatile("bar.sync %0, 64;" ::"r"(pair_bar) : "memory");
+            if (half == 0) {  // even + odd, then the unit's partials to their owners: rows g (rank 2m), g + 8 (2m + 1)
+#pragma unroll
+                for (int t = 0; t < 8; ++t)
+                    if (t < nt) {
+                        const float4 o = *reinterpret_cast<const float4*>(red + t * 4);
+                        acc[t][0] += o.x, acc[t][1] += o.y, acc[t][2] += o.z, acc[t][3] += o.w;
+                    }
+            }
+            asm volatile("bar.sync %0, 64;" ::"r"(pair_bar) : "memory");  // red may be written again
+            if (half == 0) {
+                if (u >= a.slots)
+                    probe::spin([&] { return mbar_try_wait_cluster(&free_bar[s], uint32_t(u / a.slots - 1) & 1u); });
+                float* rs = recv + size_t(s) * kRanks * 8 * nt * 8;
+#pragma unroll
+                for (int t = 0; t < 8; ++t) {
+                    if (t >= nt) break;
+                    float* lo = rs + (rank * 8 + g) * nt * 8 + t * 8 + 2 * c;
+                    st_async_f2(peer_addr(lo, uint32_t(2 * m)), acc[t][0], acc[t][1], peer_addr(&recv_bar[s], uint32_t(2 * m)));
+                    st_async_f2(peer_addr(lo, uint32_t(2 * m + 1)), acc[t][2], acc[t][3],
+                                peer_addr(&recv_bar[s], uint32_t(2 * m + 1)));
+                }
+                if (traced) st[kUnit0 + 4 * u + 1] = now_ns();
             }
         }
-        while (cur < chunks) advance();
         if (cw == 0 && lane == 0) st[kLastChunk] = now_ns();
     }
     __syncthreads();
@@ -379,7 +377,8 @@ Device setup() {
     check(cudaMemcpy(d.d_x, d.x.data(), d.x.size() * 2, cudaMemcpyHostToDevice), "x copy");
     check(cudaMalloc(&d.d_proj, size_t(64) * N * 2), "proj");
     check(cudaMalloc(&d.d_stamps, size_t(kCtas) * kStamps * 8), "stamps");
-    check(cudaFuncSetAttribute(inproj, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemMax - 4096), "smem attr");
+    check(cudaFuncSetAttribute(inproj<8>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemMax - 4096), "smem attr");
+    check(cudaFuncSetAttribute(inproj<14>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemMax - 4096), "smem attr");
     return d;
 }
 
@@ -402,7 +401,7 @@ struct Run {
 };
 
 bool fits(const Case& c) {
-    return c.stages <= kMaxStages && c.slots <= kMaxSlots &&
+    return (c.chunk == 8 * 4 * kTileBytes || c.chunk == 14 * 4 * kTileBytes) && c.stages <= kMaxStages && c.slots <= kMaxSlots &&
            Smem::layout(c.S, c.chunk, c.stages, c.slots).bytes <= kSmemMax - 4096;
 }
 
@@ -424,7 +423,8 @@ Run run(Device& d, const Case& c, int reps) {
                d.d_stamps, c.S, c.chunk, c.stages, c.slots, c.compute, c.release_free, c.delay_ns};
         check(cudaMemset(d.d_stamps, 0, h.size() * 8), "stamps clear");
         check(cudaEventRecord(e0), "record");
-        check(cudaLaunchKernelEx(&cfg, inproj, a), "launch");
+        check(c.chunk == 14 * 4 * kTileBytes ? cudaLaunchKernelEx(&cfg, inproj<14>, a) : cudaLaunchKernelEx(&cfg, inproj<8>, a),
+              "launch");
         check(cudaEventRecord(e1), "record");
         check(cudaEventSynchronize(e1), "sync");
         check(cudaGetLastError(), "kernel");
@@ -588,24 +588,25 @@ int main(int argc, char** argv) {
         int active = 0;
         cudaLaunchConfig_t cfg{};
         cfg.gridDim = dim3(kCtas), cfg.blockDim = dim3(kThreads), cfg.dynamicSmemBytes = size_t(kSmemMax - 4096);
-        check(cudaOccupancyMaxActiveClusters(&active, inproj, &cfg), "max active clusters");
+        check(cudaOccupancyMaxActiveClusters(&active, inproj<8>, &cfg), "max active clusters");
         std::printf("clusters of %d co-resident at %d B shared memory, %d threads: %d (need %d)\n", kRanks, kSmemMax - 4096,
                     kThreads, active, kClusters);
     }
     int rc = 0;
     if (mode == "residency" || mode == "all") residency();
+    constexpr int kq8 = 8 * 4 * kTileBytes, kq14 = 14 * 4 * kTileBytes;  // 16 KB and 28 KB slots
     if (mode == "rate" || mode == "all")
-        for (int chunk : {8192, 16384, 32768})
-            for (int stages : {2, 4, 6, 8, 12})
+        for (int chunk : {kq8, kq14})
+            for (int stages : {2, 3, 4, 6, 8, 12})
                 if (chunk * stages <= 200 * 1024) {
                     const Case c{1, chunk, stages, 2, 0, 0, 0};
                     print_row("rate", c, run(d, c, reps));
                 }
     if (mode == "inproj" || mode == "all")
         for (int S : {1, 4, 16, 64})
-            for (auto [chunk, stages] : {std::pair{16384, 3}, {16384, 4}, {16384, 6}, {16384, 8}, {32768, 3}, {32768, 5}})
+            for (auto [chunk, stages] : {std::pair{kq8, 3}, {kq8, 4}, {kq8, 6}, {kq8, 8}, {kq14, 2}, {kq14, 3}, {kq14, 5}})
                 for (int rel : {0, 1}) {
-                    if (rel && !(chunk == 16384 && stages == 4)) continue;  // the release form: one setting is enough
+                    if (rel && !(chunk == kq8 && stages == 4)) continue;  // the release form: one setting is enough
                     const Case c{S, chunk, stages, S >= 64 ? 2 : 4, 1, 0, rel};
                     if (fits(c)) print_row("inproj", c, run(d, c, reps));
                 }
