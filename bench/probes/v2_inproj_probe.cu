@@ -7,16 +7,17 @@
 // groups, so that every cluster's rows end together). Each CTA streams its slices of its cluster's
 // units as one contiguous byte run, packed on the host in the matrix unit's A-fragment order, through
 // the copy engine (1-D bulk copies) into a ring of `stages` chunks from the launch's first instant (a
-// chunk: 8 or 14 k-steps of a unit, all its tiles); it never waits for x to issue. Eight consumer warps (m-tile, k parity) walk the ring and run m16n8k16
-// products on their rows (x as the N side; the two warps of an m-tile take the even and the odd
-// k-steps, summed in that order through shared memory); at a unit's end the even warp sends its fp32 partials to the rows' owner CTA (8 rows a rank) with st.async, counted on
-// the owner's mbarrier; the owner's reducer warp sums the 8 ranks in rank order, rounds once (#3),
-// stores proj, and frees the receive slot on every rank. So proj is deterministic and independent of
-// S (every column's sum runs the same way whatever the other columns).
+// chunk: 8 or 14 k-steps of a unit, all its tiles); it never waits for x to issue. Eight consumer
+// warps (m-tile, k parity) take each chunk and run m16n8k16 products on their rows (x as the N side;
+// the two warps of an m-tile take the even and the odd k-steps, summed in that order through shared
+// memory); at a unit's end the even warp sends its fp32 partials to the rows' owner CTA (8 rows a
+// rank) with st.async, counted on the owner's mbarrier; the owner's reducer warp sums the 8 ranks in
+// rank order, rounds once (#3), stores proj, and frees the receive slot on every rank. So proj is
+// deterministic and independent of S (every column's sum runs the same way whatever the other columns).
 //
 // Modes:
 //   rate     stream only (consumers touch and free each chunk): the copy rate against chunk size
-//            and depth, on 15×8 clusters and on 132 single CTAs.
+//            and depth, on the 15×8 clusters.
 //   inproj   the whole unit at S = 1, 4, 16, 64 and the same ring settings: launch-to-last-proj time.
 //   delay    inproj at S = 1 and 16 with x made late by 0..6 µs: how much of a late x the ring hides.
 //   trace    one S = 1 launch's unit timeline (in_proj, without the products, without the weight loads).
