@@ -13,9 +13,20 @@ namespace monokda::cli {
 
 using namespace monokda::emu;
 
+// The preset whose model dims a plan's config has (its built-in fixture); BadInput when none does
+// and no FIXTURE file is given.
+static std::string matching_preset(const Config& c, bool needed) {
+    for (const char* name : {"k3", "small"}) {
+        const Config p = Config::preset(name);
+        if (p.D == c.D && p.H == c.H && p.K == c.K && p.V == c.V && p.F == c.F && p.N == c.N && p.W == c.W) return name;
+    }
+    if (needed) bad_input("the plan's model dims match no built-in fixture preset (k3, small): give a FIXTURE file");
+    return "k3";
+}
+
 int cmd_emulate(const Args& args) {
     po::options_description opts("monokda emulate");
-    std::string fixture, config, schedule, inject, timeline, out, env_out, env_in, replay, gemv;
+    std::string fixture, config, schedule, inject, timeline, out, env_out, env_in, replay, gemv, plan_file;
     int R, L, nb, blocks, resident, steps, orders, sweep, teams;
     uint64_t seed, fseed;
     opts.add_options()
@@ -25,6 +36,9 @@ int cmd_emulate(const Args& args) {
         ("L", po::value(&L)->default_value(4), "built-in fixture: tokens per request")
         ("nb", po::value(&nb)->default_value(4), "built-in fixture: AttnRes bank rows in use")
         ("fixture-seed", po::value(&fseed)->default_value(1), "built-in fixture: generator seed")
+        ("plan", po::value(&plan_file),
+         "run this plan file (docs/plan-file.md; `monokda plan` writes one) instead of the built-in plan; the "
+         "built-in fixture then takes R, L and nb from it")
         ("blocks", po::value(&blocks)->default_value(0), "CTAs in the launch (default: 132 for k3, 24 for small)")
         ("gemv-bands", po::value(&gemv)->default_value("auto"),
          "who runs the in_proj bands: auto (the plan's choice: k3 from 16 rows every CTA, else SPEC) | spec (the "
@@ -53,7 +67,7 @@ int cmd_emulate(const Args& args) {
     pos.add("fixture", 1);
     po::variables_map vm;
     if (!parse_args(args,
-                    "monokda emulate [FIXTURE] [--config k3|small] [--R 2] [--L 4] [--nb 4] [--blocks N] [--gemv-bands auto|spec|every]"
+                    "monokda emulate [FIXTURE] [--plan FILE] [--config k3|small] [--R 2] [--L 4] [--nb 4] [--blocks N] [--gemv-bands auto|spec|every] "
                     "[--schedule random|pct|rr|delay:ROLE] [--seed S] [--resident N] [--steps K] [--amd] [--kda-teams N] "
                     "[--inject NAME] [--list-faults] [--timeline F] [-o OUT] [--envelope-out F] [--sweep N] "
                     "[--replay TOKEN]",
@@ -65,7 +79,7 @@ int cmd_emulate(const Args& args) {
     }
     // every output path checked before any work; the outputs are written at the end, as one set
     check_outputs({{"-o", out}, {"--timeline", timeline}, {"--envelope-out", env_out}},
-                  {{"FIXTURE", fixture}, {"--envelope-in", env_in}});
+                  {{"FIXTURE", fixture}, {"--envelope-in", env_in}, {"--plan", plan_file}});
     if (!env_in.empty()) InputFile probe(env_in);  // a missing file or a folder: refused now, not after the fixture
     EmulateOptions o;
     if (!fixture.empty()) {
@@ -92,7 +106,30 @@ int cmd_emulate(const Args& args) {
     o.kda_teams = teams;
     o.fault = parse_fault(inject);
     require_range("--sweep", sweep, 0, 100000);
-    if (vm.count("replay")) o = apply_token(o, replay);
+    if (!plan_file.empty()) {
+        for (const char* k : {"blocks", "gemv-bands", "config", "R", "L", "nb"})
+            if (!vm[k].defaulted())
+                bad_input(std::string("--") + k + " describes the built-in plan or its fixture; --plan gives the plan (and R, L, nb)");
+        o.plan = std::make_shared<const Plan>(Plan::read_json(plan_file));
+        o.fixture.preset = matching_preset(o.plan->config(), fixture.empty());
+        o.fixture.R = o.plan->config().R;
+        o.fixture.L = o.plan->config().L;
+        o.fixture.nb = o.plan->config().nb;
+    }
+    if (vm.count("replay")) {
+        const EmulateOptions given = o;
+        o = apply_token(o, replay);
+        if (o.plan_digest.empty() != !given.plan)
+            bad_input(given.plan ? "--plan was given, but the replay token is of a run of the built-in plan (it has no plan field)"
+                                 : "the replay token is of a run of a plan file (plan=" + o.plan_digest + "): give --plan FILE too");
+        if (given.plan) {
+            const std::string d = plan_digest(*given.plan);
+            if (d != o.plan_digest)
+                bad_input("the replay token is of the plan with digest " + o.plan_digest + "; --plan " + plan_file + " has digest " + d);
+            o.plan = given.plan;
+            o.fixture = given.fixture;  // the plan's shape, whatever the token's built-in fixture fields say
+        }
+    }
     if (o.fixture.file.empty()) Config::preset(o.fixture.preset);  // BadInput for an unknown preset, before any work
     o.envelope_orders = vm.count("no-envelope") ? -1 : orders;
     if (o.envelope_orders < 0 && (!env_out.empty() || !env_in.empty()))
@@ -137,6 +174,11 @@ int cmd_emulate(const Args& args) {
             return 1;
         }
         std::cout << "VERDICT: PASS\n";
+        if (const auto probs = prep.plan.structural_problems(); !probs.empty()) {
+            std::cout << "but the plan has " << probs.size() << " structural problem(s) (monokda plan check lists them); first: "
+                      << probs[0] << "\n";
+            return 1;
+        }
         return 0;
     }
 
@@ -166,7 +208,7 @@ int cmd_emulate(const Args& args) {
     }
     set.commit();
     for (const std::string& w : wrote) std::cout << "wrote " << w << "\n";
-    return r.verdict == Verdict::PASS ? 0 : 1;
+    return r.verdict == Verdict::PASS && r.problems.empty() ? 0 : 1;
 }
 
 }  // namespace monokda::cli

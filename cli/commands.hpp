@@ -12,6 +12,7 @@ int cmd_fixture(const Args& args);
 int cmd_reference(const Args& args);
 int cmd_compare(const Args& args);
 int cmd_emulate(const Args& args);
+int cmd_plan(const Args& args);
 int cmd_fuzz(const Args& args);
 int cmd_gpu(const Args& args);
 int cmd_bench(const Args& args);

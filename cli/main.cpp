@@ -21,6 +21,7 @@ const std::map<std::string, Command>& commands() {
         {"fixture", {cmd_fixture, "write a deterministic step fixture (safetensors)"}},
         {"reference", {cmd_reference, "run the original path (SPEC §3) on a fixture"}},
         {"compare", {cmd_compare, "compare two result files tensor by tensor"}},
+        {"plan", {cmd_plan, "write the built-in CTA plan as a plan file, or check one (plan check FILE)"}},
         {"emulate", {cmd_emulate, "run the mono kernel's CTA plan on the CPU and check its protocol"}},
         {"fuzz", {cmd_fuzz, "fuzz a target (reference, emulator, gpu) against the reference and the properties"}},
         {"gpu", {cmd_gpu, "run the kda_pre kernel on a fixture (needs a GPU build and device)"}},

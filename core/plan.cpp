@@ -73,6 +73,18 @@ PlanParams PlanParams::defaults_for(const Config& cfg) {
     return p;
 }
 
+PlanParams PlanParams::defaults_for(const Config& cfg, int blocks, bool amd) {
+    if (blocks <= 0) {
+        PlanParams p = defaults_for(cfg);
+        if (amd) p.interleave_ctas = false;
+        return p;
+    }
+    PlanParams p = cfg.D == 7168 ? k3_for(cfg, blocks) : defaults_for(cfg);
+    p.blocks = blocks;
+    if (amd) p.interleave_ctas = false;  // the interleave rule follows the H200's TPCs and GPCs
+    return p;
+}
+
 void PlanParams::validate(const Config& cfg) const {
     auto need = [](bool ok, const std::string& msg) { if (!ok) bad_input("plan: " + msg); };
     auto s = [](long long v) { return std::to_string(v); };

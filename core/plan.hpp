@@ -44,6 +44,10 @@ struct PlanParams {
     static PlanParams preset(const std::string& name);
     // The preset whose model dims match cfg: k3_for(cfg, 132) for D = 7168, "small" otherwise.
     static PlanParams defaults_for(const Config& cfg);
+    // On `blocks` CTAs (0: the preset's), for an AMD part (amd: CTAs in index order, since the
+    // interleave rule is the H200's): k3_for(cfg, blocks) for D = 7168, so every choice that depends
+    // on the CTA count (the kda task rows, the placement) is made for that count.
+    static PlanParams defaults_for(const Config& cfg, int blocks, bool amd);
     // k3's kda tasks: chunks of kChunkRows state rows (a quarter of a head: 4 tasks a head, which
     // hand each other q/k and their shares of g1 through QK and Σō² partials through ONRM) while
     // every such task has a CTA of its own (R·H·4 <= blocks: R <= 2 on 132 CTAs), whatever the

@@ -36,13 +36,13 @@ int output_index(const std::string& name) {
 
 namespace detail {
 
-// The stage within an instruction: which row or slice its current wait group is for.
-static std::string group_label(const Instr& in, int32_t grp) {
-    switch (in.opcode()) {
-        case Op::ATTN_MIX: case Op::ATTN_X: return " at row " + std::to_string(grp);
-        case Op::GEMV_GROUP: return " at slice " + std::to_string(grp);
-        default: return "";
-    }
+// The stage within an instruction: which row or slice the entry it waits for is for (a plan file's
+// wait groups are numbered in order, not by row or slice).
+static std::string group_label(const Plan& plan, const Instr& in, const MailboxRef& e) {
+    if (in.opcode() == Op::ATTN_MIX && e.box == Mailbox::WGT) return " at row " + std::to_string(e.entry);
+    if (in.opcode() == Op::ATTN_X && e.box == Mailbox::MSQ) return " at row " + std::to_string(e.entry / plan.n_attn());
+    if (in.opcode() == Op::GEMV_GROUP && e.box == Mailbox::XRDY) return " at slice " + std::to_string(e.entry / plan.attn_parts());
+    return "";
 }
 
 // (named by reference: a by-value argument of a throwing [[noreturn]] call was freed twice by GCC 12 at -O3)
@@ -103,7 +103,7 @@ void Machine::hang() {
         const MailboxRef e = awaited(c);
         last = e;
         const Version& sv = seen(c, mem_[int(e.box)][size_t(e.entry) * size_t(plan_.words_per_entry(e.box))]);
-        chain += "  " + who_now(c) + group_label(plan_.instrs(c)[x.pc], plan_.waits(c, int(x.pc))[x.wpos].group) + " waits for " +
+        chain += "  " + who_now(c) + group_label(plan_, plan_.instrs(c)[x.pc], plan_.waits(c, int(x.pc))[x.wpos].entry) + " waits for " +
                  plan_.entry_name(e) + " (sees tag " + std::to_string(sv.tag) + ", expects " +
                  std::to_string(kernel_epoch_) + ")\n";
         Plan::Producer p = plan_.producer(e);

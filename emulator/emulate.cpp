@@ -85,6 +85,25 @@ static void extend(Prepared& p, int steps) {
     }
 }
 
+Plan builtin_plan(const Config& cfg, int blocks, GemvBands bands, bool amd) {
+    PlanParams pp = PlanParams::defaults_for(cfg, blocks, amd);
+    apply_gemv_bands(pp, bands);
+    Plan p = Plan::build(cfg, pp);
+    PlanTarget t = p.target();
+    if (amd) t.name = "AMD";
+    t.in_order_loads = amd;
+    p.set_target(t);
+    return p;
+}
+
+std::string plan_digest(const Plan& p) {
+    uint64_t h = 1469598103934665603ull;
+    for (unsigned char ch : p.to_json()) h = (h ^ ch) * 1099511628211ull;
+    char b[17];
+    std::snprintf(b, sizeof b, "%016llx", (unsigned long long)h);
+    return b;
+}
+
 Prepared prepare(const EmulateOptions& o, int steps) {
     Prepared p;
     p.fixture = o.fixture;
@@ -101,10 +120,31 @@ Prepared prepare(const EmulateOptions& o, int steps) {
         fixture_in = make_fixture(c);
     }
     p.seconds_fixture = since(t0);
-    PlanParams pp = PlanParams::defaults_for(fixture_in.cfg);
-    if (o.blocks > 0) pp.blocks = o.blocks;
-    apply_gemv_bands(pp, o.gemv_bands);
-    p.plan = Plan::build(fixture_in.cfg, pp);
+    if (o.plan) {
+        const Config &a = o.plan->config(), &b = fixture_in.cfg;
+        const std::pair<const char*, std::pair<int, int>> dims[] = {
+            {"D", {a.D, b.D}}, {"H", {a.H, b.H}}, {"K", {a.K, b.K}}, {"V", {a.V, b.V}}, {"F", {a.F, b.F}},
+            {"N", {a.N, b.N}}, {"W", {a.W, b.W}}, {"R", {a.R, b.R}}, {"L", {a.L, b.L}}, {"nb", {a.nb, b.nb}}};
+        for (const auto& [name, v] : dims)
+            if (v.first != v.second)
+                bad_input("the plan is for " + std::string(name) + " = " + std::to_string(v.first) + ", the fixture has " +
+                          std::string(name) + " = " + std::to_string(v.second));
+        if (!o.plan->products_match()) {
+            std::string first;
+            for (const auto& l : o.plan->structural_problems())
+                if (l.find(" as its product ") != std::string::npos || l.find("which it does not list as its product") != std::string::npos) {
+                    first = l;
+                    break;
+                }
+            bad_input("plan" + (o.plan->source().empty() ? std::string() : " " + o.plan->source()) +
+                      ": its products are not what its instructions store, so it cannot be run (monokda plan check lists "
+                      "every difference); first: " + first);
+        }
+        p.plan = *o.plan;
+        p.plan_digest = plan_digest(p.plan);
+    } else {
+        p.plan = builtin_plan(fixture_in.cfg, o.blocks, o.gemv_bands, o.amd);
+    }
     p.input = std::move(fixture_in);  // 100 MB for k3: moved, not copied
     extend(p, std::max(steps, 1));
     const StepInputs& in = p.input;
@@ -228,18 +268,20 @@ EmulateResult emulate(Prepared& prep, const EmulateOptions& o) {
     MachineOptions mo;
     mo.schedule = o.schedule;
     mo.fault = o.fault;
-    mo.amd_in_order_loads = hooks.amd_in_order_loads(o.amd);
+    mo.amd_in_order_loads = hooks.amd_in_order_loads(o.amd || res.plan.target().in_order_loads);
     mo.record_spans = o.timeline;
     res.steps = steps_for(o);
     hooks.require(cfg);
     // several steps straddle the epoch counter's wrap-around
     mo.epoch_start = res.steps == 1 ? 1u : 0xffffffffu - uint32_t(res.steps / 2 - 1);
     const int need = res.plan.min_residency();
-    res.resident = o.resident > 0 ? std::min(o.resident, res.plan.launch_blocks()) : res.plan.launch_blocks();
+    const int places = std::min(res.plan.co_resident(), res.plan.launch_blocks());  // a file's target may hold fewer
+    res.resident = o.resident > 0 ? std::min(o.resident, res.plan.launch_blocks()) : places;
     res.resident = hooks.resident(res.resident, need);
     mo.resident = res.resident;
     extend(prep, res.steps);
     EmulateOptions tok = o;
+    if (o.plan) tok.plan_digest = prep.plan_digest;
     res.token = make_token(tok);
 
     auto t0 = std::chrono::steady_clock::now();
@@ -303,11 +345,16 @@ EmulateResult emulate(Prepared& prep, const EmulateOptions& o) {
     r += "monokda emulate: " + prep.fixture.str() + " (D " + std::to_string(cfg.D) + ", H " + std::to_string(cfg.H) +
          ", K " + std::to_string(cfg.K) + ", R " + std::to_string(cfg.R) + ", L " + std::to_string(cfg.L) + ", nb " +
          std::to_string(cfg.nb) + ", S " + std::to_string(cfg.S()) + ")\n";
+    if (!plan.source().empty() || o.plan)
+        r += "plan file " + (plan.source().empty() ? std::string("(in memory)") : plan.source()) + ": " +
+             (plan.name().empty() ? "" : plan.name() + ", ") + "target " + plan.target().name + ", " +
+             std::to_string(plan.co_resident()) + " co-resident" + (plan.target().cooperative ? " (cooperative)" : "") +
+             ", digest " + prep.plan_digest + "\n";
     r += "plan: " + std::to_string(plan.launch_blocks()) + " CTAs: " + std::to_string(plan.n_attn_ctas()) + " attn (" +
          (plan.attn_parts() > 1 ? std::to_string(plan.attn_parts()) + " row parts a slice, " : "") + "slices of " +
          std::to_string(pp.slice_width) + "), in_proj in " + std::to_string(plan.n_groups()) + " groups of " +
          std::to_string(pp.gemv_group_rows) + " on " + std::to_string(plan.n_gemv()) + " CTAs (" +
-         (pp.gemv_every_cta ? "bands over every CTA" : "past the slices") +
+         (o.plan ? "as the file deals them" : pp.gemv_every_cta ? "bands over every CTA" : "past the slices") +
 "), " + std::to_string(plan.n_kda_tasks()) + " kda tasks (" +
          std::to_string(plan.n_chunks()) + " chunks of " + std::to_string(pp.kda_chunk_rows) + " rows); " +
          (pp.interleave_ctas ? "launch order interleaved (runs of " + std::to_string(pp.interleave_width) +
@@ -319,6 +366,7 @@ EmulateResult emulate(Prepared& prep, const EmulateOptions& o) {
                                 std::to_string(plan.blocks() - plan.launch_blocks()) + " team lists after the CTAs); "
                           : "");
     auto probs = plan.structural_problems();
+    res.problems = probs;
     r += probs.empty() ? "structure sound" : std::to_string(probs.size()) + " structural problem(s), first: " + probs[0];
     r += "; needs " + std::to_string(need) + " co-resident CTAs (admitted in launch order)\n";
     r += "run: schedule " + o.schedule.str() + " seed " + std::to_string(o.schedule.seed) + ", resident " +
@@ -334,12 +382,16 @@ EmulateResult emulate(Prepared& prep, const EmulateOptions& o) {
     r += results;
     r += env;
     r += std::string("VERDICT: ") + to_string(res.verdict) + "\n";
+    if (res.verdict == Verdict::PASS && !probs.empty())
+        r += "but the plan has " + std::to_string(probs.size()) + " structural problem(s) (monokda plan check lists them): " +
+             "the run passed, the plan does not; first: " + probs[0] + "\n";
     if (res.verdict != Verdict::PASS) {
         r += res.run.detail;
         if (r.back() != '\n') r += "\n";
         if (res.run.verdict != Verdict::PASS) r += format_history(plan, res.run, 30);
     }
-    r += "replay: monokda emulate" + std::string(prep.fixture.file.empty() ? "" : " " + prep.fixture.file) + " --replay " +
+    r += "replay: monokda emulate" + std::string(prep.fixture.file.empty() ? "" : " " + prep.fixture.file) +
+         (o.plan ? " --plan " + (plan.source().empty() ? std::string("PLAN_FILE") : plan.source()) : std::string()) + " --replay " +
          res.token + "\n";
     res.report = r;
     return res;

@@ -39,13 +39,23 @@ struct EmulateOptions {
     bool timeline = false;       // record spans for a timeline
     int kda_teams = 1;           // kda tasks a CTA runs side by side, as the NVIDIA kernel does (2): Plan::with_kda_teams
     GemvBands gemv_bands = GemvBands::by_plan;  // who runs in_proj's bands (core/plan.hpp)
+    // A plan to run instead of the built-in one (`--plan FILE`: Plan::read_json), and its digest
+    // (plan_digest, the replay token's plan field); blocks and gemv_bands then do not apply.
+    std::shared_ptr<const Plan> plan;
+    std::string plan_digest;  // a token's: the digest the given plan must have ("" none)
 };
+
+// The built-in plan for a step, as `monokda emulate` and `monokda plan` build it.
+Plan builtin_plan(const Config& cfg, int blocks, GemvBands bands, bool amd);
+// A plan's digest as the replay token names it: FNV-1a 64 of its file text, 16 hex digits.
+std::string plan_digest(const Plan& p);
 
 // The replay token of a run: emulator/replay_token.hpp.
 
 struct Prepared {
     FixtureSpec fixture;
     Plan plan;                            // the clean plan
+    std::string plan_digest;              // a given plan's (EmulateOptions::plan), "" for the built-in one
     StepInputs input;                     // step 0's inputs, the weights and states every step reads
     std::vector<StepRows> rows;           // per step: its prefix, delta and bank rows (step_rows; step 0: input's)
     std::vector<StepOutputs<float>> refs; // the reference in the plan's order, per step
@@ -70,6 +80,7 @@ struct EmulateResult {
     Plan plan;              // the plan as run (faults applied)
     int resident = 0, steps = 1;
     double seconds_run = 0;
+    std::vector<std::string> problems;  // the plan's structural problems (a file's: a run that passes still fails)
 };
 
 // Steps beyond prep.rows.size() are prepared on the way (prep is extended: its input's rows are

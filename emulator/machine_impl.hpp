@@ -58,6 +58,12 @@ struct Cta {
     size_t pc = 0;
     enum Phase { BEGIN, WAIT, FINISH } phase = BEGIN;
     size_t wpos = 0;          // first wait of the current group
+    // the instruction's units of work (ATTN_MIX, ATTN_X: a row; GEMV_GROUP: a slice), each {its row
+    // or slice, the range of Plan::needs it reads}; run in order once the waits have acquired all of
+    // a unit's needs, the rest at the instruction's end (a plan file's dropped wait: a read unordered)
+    struct Unit { int32_t label; size_t begin, end; };
+    std::vector<Unit> units;
+    size_t unit = 0;
     bool early = false;       // x_before_flag: this group's work ran before its poll
     bool spinning = false;
     int64_t blocked_at = 0, spin_since = 0;
@@ -90,6 +96,8 @@ private:
     void step(int cta);
     void stall(int cta, int64_t until);
     void finish_instr(int cta);
+    void begin_units(int cta);
+    void run_units(int cta, const Instr& in, bool all);  // the ready units (all: every one left)
     void init_outputs();
     void mark(const char* name, size_t i, int cta);
     void collect_outputs();

@@ -25,6 +25,9 @@ long long number(const std::string& field, const std::string& v, long long lo, l
     return (long long)n;
 }
 
+// fields that describe the built-in plan (a token of a plan file has none)
+bool plan_knob(const std::string& name) { return name == "blocks" || name == "gemv-bands"; }
+
 const char* bands_name(GemvBands b) { return b == GemvBands::every ? "every" : b == GemvBands::spec ? "spec" : "auto"; }
 
 // A field: its name (the `monokda emulate` option), how a run's options give its value, how a value
@@ -82,8 +85,10 @@ std::string make_token(const EmulateOptions& o) {
     const bool file = !o.fixture.file.empty();
     std::string t = kFormat;
     if (file) t += ",fixture=file";
+    const bool given = !o.plan_digest.empty();  // a plan file: its digest, not the built-in plan's knobs
+    if (given) t += ",plan=" + o.plan_digest;
     for (const Field& f : fields())
-        if (!(file && f.builtin)) t += std::string(",") + f.name + "=" + f.get(o);
+        if (!(file && f.builtin) && !(given && plan_knob(f.name))) t += std::string(",") + f.name + "=" + f.get(o);
     return t;
 }
 
@@ -109,7 +114,7 @@ EmulateOptions apply_token(EmulateOptions o, const std::string& token) {
     o.fixture = defaults.fixture;
     o.blocks = defaults.blocks, o.gemv_bands = defaults.gemv_bands, o.kda_teams = defaults.kda_teams;
     o.schedule = defaults.schedule, o.resident = defaults.resident, o.steps = defaults.steps;
-    o.amd = defaults.amd, o.fault = defaults.fault;
+    o.amd = defaults.amd, o.fault = defaults.fault, o.plan_digest.clear();
     std::set<std::string> seen;
     bool from_file = false;
     for (size_t i = 1; i < parts.size(); ++i) {
@@ -117,6 +122,12 @@ EmulateOptions apply_token(EmulateOptions o, const std::string& token) {
         if (eq == std::string::npos || eq == 0) bad("field '" + parts[i] + "' is not NAME=VALUE");
         const std::string name = parts[i].substr(0, eq), value = parts[i].substr(eq + 1);
         if (!seen.insert(name).second) bad("field " + name + " appears twice");
+        if (name == "plan") {
+            if (value.size() != 16 || value.find_first_not_of("0123456789abcdef") != std::string::npos)
+                bad("plan must be a plan file's digest, 16 hex digits (got '" + value + "')");
+            o.plan_digest = value;
+            continue;
+        }
         if (name == "fixture") {
             if (value != "file") bad("fixture must be 'file' (a built-in fixture is config=..,R=..,L=..,nb=..,fixture-seed=..)");
             from_file = true;
@@ -132,6 +143,9 @@ EmulateOptions apply_token(EmulateOptions o, const std::string& token) {
         }
         f->set(o, value);
     }
+    if (!o.plan_digest.empty())
+        for (const Field& k : fields())
+            if (plan_knob(k.name) && seen.count(k.name)) bad("plan=... contradicts the built-in plan's field " + std::string(k.name));
     if (from_file) {
         for (const Field& k : fields())
             if (k.builtin && seen.count(k.name)) bad("fixture=file contradicts the built-in fixture field " + std::string(k.name));

@@ -4,7 +4,9 @@
 //      schedule=random,seed=1,resident=0,steps=1,amd=0,inject=none
 // v5 is the format; every other field is NAME=VALUE with NAME a `monokda emulate` option and VALUE
 // what that option takes. A run from a fixture file says fixture=file (the file is given again on
-// the command line) instead of the five built-in fixture fields. A field a token omits takes its
+// the command line) instead of the five built-in fixture fields; a run of a plan file says plan=DIGEST
+// (plan_digest: the file is given again with --plan, and must be that plan) instead of the built-in
+// plan's blocks and gemv-bands. A field a token omits takes its
 // option's default, so a field added later (with a default that keeps today's behaviour) leaves
 // older tokens meaning what they meant. Formats v1-v4 (positional, slash-separated) are refused with
 // a message that spells out their fields.
