@@ -3,8 +3,8 @@
 //
 // The design: 15 clusters of 8 CTAs (one CTA an SM, cooperative). Rank r of a cluster owns columns
 // 896r .. 896r + 895 of D (its K-slice of x stays in shared memory). A cluster produces in_proj rows
-// in units of up to 64 (a table per cluster: 64-row units dealt round-robin, then the tail's 16-row
-// groups, so that every cluster's rows end together). Each CTA streams its slices of its cluster's
+// in units of four 16-row tiles (a table per cluster: 64-row blocks dealt round-robin, then the tail's
+// 16-row groups, cut into 4-tile units, so that every cluster's rows end together). Each CTA streams its slices of its cluster's
 // units as one contiguous byte run, packed on the host in the matrix unit's A-fragment order, through
 // the copy engine (1-D bulk copies) into a ring of `stages` chunks from the launch's first instant (a
 // chunk: 8 or 14 k-steps of a unit, all its tiles); it never waits for x to issue. Eight consumer
@@ -63,7 +63,7 @@ struct Args {
     const unsigned char* w;       // packed weight, one copy
     const int* stream_off;        // [kCtas + 1] byte offsets of each CTA's run (multiples of 512)
     const int* unit_first;        // [kClusters + 1] into the unit arrays
-    const int* unit_row0;         // first in_proj row of each unit
+    const int* unit_row0;         // [unit][4]: the first in_proj row of each of the unit's 16-row tiles
     const int* unit_mt;           // 16-row tiles of each unit (1..4)
     const uint16_t* x;            // [S][D] bf16
     uint16_t* proj;               // [S][N] bf16
@@ -144,7 +144,7 @@ __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(kThreads, 1) in
         const float* recv = reinterpret_cast<const float*>(smem + L.recv);
         uint32_t phase = 0;  // bit s: parity of recv_bar[s]'s next phase
         for (int u = 0; u < units; ++u) {
-            const int s = u % a.slots, mt = a.unit_mt[u0 + u], row0 = a.unit_row0[u0 + u];
+            const int s = u % a.slots, mt = a.unit_mt[u0 + u], row0 = a.unit_row0[(u0 + u) * 4 + rank / 2] + 8 * (rank % 2);
             if (rank >= 2 * mt) continue;  // a unit of mt tiles has 2·mt owners
             const bool traced = lane == 0 && u < kMaxTracedUnits;
             if (lane == 0) mbar_arrive_expect(&recv_bar[s], uint32_t(kRanks * 8 * nt * 8 * 4));
@@ -161,7 +161,7 @@ __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(kThreads, 1) in
                     const uint32_t b = bf16_rne(acc);
                     packed[i / 2] = i % 2 ? (packed[i / 2] | b << 16) : b;
                 }
-                *reinterpret_cast<uint4*>(a.proj + size_t(col) * N + row0 + 8 * rank) =
+                *reinterpret_cast<uint4*>(a.proj + size_t(col) * N + row0) =
                     make_uint4(packed[0], packed[1], packed[2], packed[3]);
             }
             __syncwarp();
@@ -302,22 +302,30 @@ struct Rng {
     float normalish() { return (uniform() + uniform() + uniform()) * 1.f; }
 };
 
-struct Units {  // the unit table: cluster c's units are first[c] .. first[c+1]-1
-    std::vector<int> first, row0, mt;
+struct Units {  // the unit table: cluster c's units are first[c] .. first[c+1]-1, each up to 4 tiles
+    std::vector<int> first, row0, mt;  // row0: 4 a unit (a tile's first row; unused entries 0)
 };
 
+// Every cluster's 16-row groups: 64-row blocks dealt round-robin, then the tail's groups one by one,
+// so that every cluster has 26 or 27; then cut into units of 4 tiles (any groups: a tile's rows are its
+// own), the last of a cluster shorter. Whole 4-tile units keep every chunk 8 k-steps × 4 tiles.
 Units deal_units() {
     Units t;
-    std::vector<std::vector<std::pair<int, int>>> per(kClusters);
-    const int full_units = (N / kUnitRows) / kClusters * kClusters;  // 90: six rounds over 15 clusters
-    for (int u = 0; u < full_units; ++u) per[u % kClusters].push_back({u * kUnitRows, 4});
+    std::vector<std::vector<int>> groups(kClusters);
+    const int blocks = (N / kUnitRows) / kClusters * kClusters;  // 90: six rounds over 15 clusters
+    for (int b = 0; b < blocks; ++b)
+        for (int k = 0; k < 4; ++k) groups[b % kClusters].push_back(b * kUnitRows + 16 * k);
     int g = 0;
-    for (int row = full_units * kUnitRows; row < N; row += 16, ++g) per[g % kClusters].push_back({row, 1});
+    for (int row = blocks * kUnitRows; row < N; row += 16, ++g) groups[g % kClusters].push_back(row);
     for (int c = 0; c < kClusters; ++c) {
-        t.first.push_back(int(t.row0.size()));
-        for (auto [r, m] : per[c]) t.row0.push_back(r), t.mt.push_back(m);
+        t.first.push_back(int(t.mt.size()));
+        for (size_t i = 0; i < groups[c].size(); i += 4) {
+            const int mt = int(std::min<size_t>(4, groups[c].size() - i));
+            t.mt.push_back(mt);
+            for (int k = 0; k < 4; ++k) t.row0.push_back(k < mt ? groups[c][i + k] : 0);
+        }
     }
-    t.first.push_back(int(t.row0.size()));
+    t.first.push_back(int(t.mt.size()));
     return t;
 }
 
@@ -333,7 +341,7 @@ std::vector<uint16_t> pack(const std::vector<uint16_t>& w, const Units& t, std::
                 for (int ks = 0; ks < kKSteps; ++ks)
                     for (int m = 0; m < t.mt[u]; ++m)
                         for (int lane = 0; lane < 32; ++lane) {
-                            const int g = lane / 4, cq = lane % 4, rb = t.row0[u] + 16 * m, kb = r * kSliceCols + ks * 16;
+                            const int g = lane / 4, cq = lane % 4, rb = t.row0[size_t(u) * 4 + m], kb = r * kSliceCols + ks * 16;
                             const int rows[8] = {g, g, g + 8, g + 8, g, g, g + 8, g + 8};
                             const int cols[8] = {2 * cq, 2 * cq + 1, 2 * cq, 2 * cq + 1, 2 * cq + 8, 2 * cq + 9, 2 * cq + 8, 2 * cq + 9};
                             for (int e = 0; e < 8; ++e) out.push_back(w[size_t(rb + rows[e]) * D + kb + cols[e]]);
