@@ -12,6 +12,7 @@
 #include "bench/step_floor.hpp"
 #include "core/atomic_write.hpp"
 #include "core/error.hpp"
+#include "core/version.hpp"
 
 namespace monokda::bench {
 
@@ -40,7 +41,7 @@ json perf_json(const PerfRun& run) {
         rows.push_back({{"R", r.R}, {"L", r.L}, {"S", r.S}, {"nb", r.nb}, {"fused_us", opt_json(r.fused_us)},
                         {"unfused_us", r.unfused_us}, {"floor_us", r.floor_us}});
     return {{"device", run.device}, {"commit", run.commit}, {"date", run.date}, {"copy_tb_s", run.copy_tb_s},
-            {"rows", rows}};
+            {"monokda_version", version()}, {"monokda_commit", monokda::commit()}, {"rows", rows}};
 }
 
 json perf_detail_json(const PerfRun& run) {
@@ -155,7 +156,7 @@ json cpu_json(const CpuBench& b) {
                         {"median_s", r.measured ? json(r.median_s) : json(nullptr)}, {"target_s", r.target_s},
                         {"note", r.note}});
     return {{"host", b.host}, {"commit", b.commit}, {"date", b.date}, {"cores", b.cores}, {"loadavg", b.loadavg},
-            {"rows", rows}};
+            {"monokda_version", version()}, {"monokda_commit", monokda::commit()}, {"rows", rows}};
 }
 
 CpuBench cpu_from_json(const json& j) {

@@ -16,5 +16,6 @@ int cmd_plan(const Args& args);
 int cmd_fuzz(const Args& args);
 int cmd_gpu(const Args& args);
 int cmd_bench(const Args& args);
+int cmd_verify(const Args& args);
 
 }  // namespace monokda::cli

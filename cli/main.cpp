@@ -6,6 +6,7 @@
 
 #include "cli/commands.hpp"
 #include "core/error.hpp"
+#include "core/version.hpp"
 
 using namespace monokda::cli;
 
@@ -26,6 +27,7 @@ const std::map<std::string, Command>& commands() {
         {"fuzz", {cmd_fuzz, "fuzz a target (reference, emulator, gpu) against the reference and the properties"}},
         {"gpu", {cmd_gpu, "run the kda_pre kernel on a fixture (needs a GPU build and device)"}},
         {"bench", {cmd_bench, "time the fused kernel, the unfused chain and the floor on the GPU"}},
+        {"verify", {cmd_verify, "check an implementation's outputs against SPEC §5, one verdict a check"}},
     };
     return table;
 }
@@ -33,7 +35,7 @@ const std::map<std::string, Command>& commands() {
 void usage(std::ostream& os) {
     os << "usage: monokda <command> [options]   (monokda <command> --help for each)\n\ncommands:\n";
     for (const auto& [name, c] : commands()) os << "  " << name << std::string(12 - name.size(), ' ') << c.summary << "\n";
-    os << "\nexit codes: 0 ok, 1 a check failed, 2 bad input\n";
+    os << "\nexit codes: 0 ok, 1 a check failed, 2 bad input\n" << monokda::version_line() << " (--version)\n";
 }
 
 }  // namespace
@@ -42,6 +44,7 @@ int main(int argc, char** argv) {
     if (argc < 2) { usage(std::cerr); return 2; }
     std::string name = argv[1];
     if (name == "--help" || name == "-h" || name == "help") { usage(std::cout); return 0; }
+    if (name == "--version" || name == "version") { std::cout << monokda::version_line() << "\n"; return 0; }
     auto it = commands().find(name);
     if (it == commands().end()) {
         std::cerr << "monokda: unknown command '" << name << "'\n";

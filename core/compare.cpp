@@ -21,6 +21,7 @@ Eigen::ArrayXd to_double(const Tensor& t) {
             case DType::F32: { float v; memcpy(&v, p + 4 * i, 4); out[i] = v; break; }
             case DType::F64: { double v; memcpy(&v, p + 8 * i, 8); out[i] = v; break; }
             case DType::I32: { int32_t v; memcpy(&v, p + 4 * i, 4); out[i] = v; break; }
+            case DType::I64: { int64_t v; memcpy(&v, p + 8 * i, 8); out[i] = double(v); break; }
         }
     }
     return out;
@@ -34,6 +35,7 @@ int64_t ordered(const Tensor& t, int64_t i) {
         case DType::F32: { int32_t u; memcpy(&u, p + 4 * i, 4); return u < 0 ? -int64_t(u & 0x7fffffff) : u; }
         case DType::F64: { int64_t u; memcpy(&u, p + 8 * i, 8); return u < 0 ? -(u & 0x7fffffffffffffffll) : u; }
         case DType::I32: { int32_t v; memcpy(&v, p + 4 * i, 4); return v; }
+        case DType::I64: { int64_t v; memcpy(&v, p + 8 * i, 8); return v; }
     }
     return 0;
 }
@@ -54,17 +56,21 @@ TensorDiff diff_tensors(const std::string& name, const Tensor& a, const Tensor& 
     for (int64_t i = 0; i < d.numel; ++i) {
         bool xn = std::isnan(x[i]), yn = std::isnan(y[i]);
         if (xn != yn) d.nan_mismatch = true;
+        bool same;
         if (same_dtype) {
-            if (memcmp(&a.bytes[size_t(i) * es], &b.bytes[size_t(i) * es], es) == 0) ++identical;
+            same = memcmp(&a.bytes[size_t(i) * es], &b.bytes[size_t(i) * es], es) == 0;
             if (!xn && !yn) max_ulp = std::max<int64_t>(max_ulp, std::llabs(ordered(a, i) - ordered(b, i)));
-        } else if (x[i] == y[i] || (xn && yn)) {
-            ++identical;
+        } else {
+            same = x[i] == y[i] || (xn && yn);
         }
+        identical += same;
+        if (!same && d.first_differing < 0) d.first_differing = i;
         // the norms ignore positions where either side is NaN (those are counted by nan_mismatch);
         // zeroed in place: two arrays of the tensor's size, not six (k3 fixtures are 100 MB)
         if (xn || yn) x[i] = y[i] = 0.0;
     }
     d.frac_identical = double(identical) / double(d.numel);
+    d.differing = d.numel - identical;
     d.max_ulp = same_dtype ? max_ulp : -1;
     const auto diff = x - y;  // an expression: the reductions below see the same values in the same order
     d.max_abs = diff.abs().maxCoeff();

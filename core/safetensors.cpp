@@ -11,6 +11,7 @@
 #include "core/bf16.hpp"
 #include "core/error.hpp"
 #include "core/input_file.hpp"
+#include "core/version.hpp"
 
 namespace monokda {
 
@@ -22,6 +23,7 @@ const char* to_string(DType t) {
         case DType::F32: return "F32";
         case DType::F64: return "F64";
         case DType::I32: return "I32";
+        case DType::I64: return "I64";
     }
     return "?";
 }
@@ -30,7 +32,7 @@ size_t dtype_size(DType t) {
     switch (t) {
         case DType::BF16: return 2;
         case DType::F32: case DType::I32: return 4;
-        case DType::F64: return 8;
+        case DType::F64: case DType::I64: return 8;
     }
     return 0;
 }
@@ -40,6 +42,7 @@ static bool parse_dtype(const std::string& s, DType& out) {
     else if (s == "F32") out = DType::F32;
     else if (s == "F64") out = DType::F64;
     else if (s == "I32") out = DType::I32;
+    else if (s == "I64") out = DType::I64;
     else return false;
     return true;
 }
@@ -78,10 +81,12 @@ template std::vector<bf16> Tensor::as<bf16>() const;
 template std::vector<float> Tensor::as<float>() const;
 template std::vector<double> Tensor::as<double>() const;
 template std::vector<int32_t> Tensor::as<int32_t>() const;
+template std::vector<int64_t> Tensor::as<int64_t>() const;
 template Tensor Tensor::of<bf16>(DType, std::vector<int64_t>, const std::vector<bf16>&);
 template Tensor Tensor::of<float>(DType, std::vector<int64_t>, const std::vector<float>&);
 template Tensor Tensor::of<double>(DType, std::vector<int64_t>, const std::vector<double>&);
 template Tensor Tensor::of<int32_t>(DType, std::vector<int64_t>, const std::vector<int32_t>&);
+template Tensor Tensor::of<int64_t>(DType, std::vector<int64_t>, const std::vector<int64_t>&);
 
 const Tensor& TensorFile::get(const std::string& name) const {
     auto it = tensors.find(name);
@@ -387,9 +392,9 @@ Tensor read_safetensors_tensor(const std::string& path, const SafetensorsHeader&
     return t;
 }
 
-std::vector<uint8_t> serialize_safetensors(const TensorFile& f) {
+static std::vector<uint8_t> serialize_with(const TensorFile& f, const std::map<std::string, std::string>& metadata) {
     json header = json::object();
-    if (!f.metadata.empty()) header["__metadata__"] = f.metadata;
+    if (!metadata.empty()) header["__metadata__"] = metadata;
     uint64_t off = 0;
     for (const auto& [name, t] : f.tensors) {  // std::map: names sorted, as the reference writer does
         header[name] = {{"dtype", to_string(t.dtype)}, {"shape", t.shape}, {"data_offsets", {off, off + t.bytes.size()}}};
@@ -409,8 +414,12 @@ std::vector<uint8_t> serialize_safetensors(const TensorFile& f) {
     return out;
 }
 
+std::vector<uint8_t> serialize_safetensors(const TensorFile& f) { return serialize_with(f, f.metadata); }
+
 void write_safetensors(const std::string& path, const TensorFile& f) {
-    const std::vector<uint8_t> bytes = serialize_safetensors(f);
+    std::map<std::string, std::string> metadata = f.metadata;
+    stamp_version(metadata);  // every file monokda writes names the version and commit that wrote it
+    const std::vector<uint8_t> bytes = serialize_with(f, metadata);
     write_file_atomic(path, bytes.data(), bytes.size());
 }
 

@@ -8,7 +8,7 @@
 
 namespace monokda {
 
-enum class DType { BF16, F32, F64, I32 };
+enum class DType { BF16, F32, F64, I32, I64 };  // I64: index tensors as PyTorch writes them
 const char* to_string(DType t);
 size_t dtype_size(DType t);
 
@@ -64,7 +64,8 @@ Tensor read_safetensors_tensor(const std::string& path, const SafetensorsHeader&
 TensorFile parse_safetensors(const uint8_t* data, size_t size, const std::string& what = "input");
 TensorFile read_safetensors(const std::string& path);
 std::vector<uint8_t> serialize_safetensors(const TensorFile& f);
-// Through write_file_atomic (core/atomic_write.hpp): a failed run leaves no partial file.
+// Through write_file_atomic (core/atomic_write.hpp): a failed run leaves no partial file. The metadata gains
+// monokda_version and monokda_commit (core/version.hpp).
 void write_safetensors(const std::string& path, const TensorFile& f);
 
 }  // namespace monokda

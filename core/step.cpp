@@ -1,5 +1,6 @@
 #include "core/step.hpp"
 
+#include <climits>
 #include <cstring>
 #include <type_traits>
 
@@ -14,17 +15,35 @@ const char* const kOutputNames[10] = {"prefix_out", "blocks", "conv_state", "ssm
 
 namespace {
 
-template <class T>
-std::vector<T> take(const TensorFile& f, const std::string& name, DType dt, std::vector<int64_t> shape) {
-    const Tensor& t = f.get(name);
-    if (t.dtype != dt)
-        bad_input("tensor '" + name + "' has dtype " + to_string(t.dtype) + ", expected " + to_string(dt));
-    if (t.shape != shape)
-        bad_input("tensor '" + name + "' has shape " + t.shape_str() + ", expected " + shape_str(shape));
-    return t.as<T>();
+// Index tensors written as PyTorch writes them (I64) read as the I32 SPEC §2 names, value by value.
+std::vector<int32_t> narrow_index(const Tensor& t, const std::string& name) {
+    std::vector<int32_t> out;
+    for (int64_t v : t.as<int64_t>()) {
+        if (v < INT32_MIN || v > INT32_MAX)
+            bad_input("tensor '" + name + "' (I64) holds " + std::to_string(v) + ", outside the I32 range");
+        out.push_back(int32_t(v));
+    }
+    return out;
 }
 
 }  // namespace
+
+template <class T>
+std::vector<T> take_tensor(const TensorFile& f, const std::string& name, DType dt, const std::vector<int64_t>& shape) {
+    const Tensor& t = f.get(name);
+    const bool index64 = std::is_same_v<T, int32_t> && dt == DType::I32 && t.dtype == DType::I64;
+    if (t.dtype != dt && !index64)
+        bad_input("tensor '" + name + "' has dtype " + to_string(t.dtype) + ", expected " + to_string(dt));
+    if (t.shape != shape)
+        bad_input("tensor '" + name + "' has shape " + t.shape_str() + ", expected " + shape_str(shape));
+    if constexpr (std::is_same_v<T, int32_t>)
+        if (index64) return narrow_index(t, name);
+    return t.as<T>();
+}
+
+template std::vector<bf16> take_tensor<bf16>(const TensorFile&, const std::string&, DType, const std::vector<int64_t>&);
+template std::vector<float> take_tensor<float>(const TensorFile&, const std::string&, DType, const std::vector<int64_t>&);
+template std::vector<int32_t> take_tensor<int32_t>(const TensorFile&, const std::string&, DType, const std::vector<int64_t>&);
 
 void StepInputs::validate_step() const {
     const Config& c = cfg;
@@ -52,7 +71,7 @@ StepInputs StepInputs::from_file(const TensorFile& f) {
     in.cfg = Config::from_metadata(f.metadata);
     for_each_input(in.cfg, [&](const char* name, DType dt, std::vector<int64_t> shape, auto member) {
         using T = typename std::decay_t<decltype(in.*member)>::value_type;
-        in.*member = take<T>(f, name, dt, std::move(shape));
+        in.*member = take_tensor<T>(f, name, dt, shape);
     });
     in.validate_step();
     return in;

@@ -77,6 +77,12 @@ void for_each_input(const Config& c, F&& f) {
     f("num_accepted", DType::I32, std::vector<int64_t>{c.R}, &StepInputs::num_accepted);
 }
 
+// Tensor `name` of f, checked: BadInput naming it when it is missing or its dtype or shape is not
+// the one given. I64 is accepted where I32 is asked for (index tensors as PyTorch writes them),
+// each value range-checked. The one check behind reading fixtures and candidate outputs.
+template <class T>
+std::vector<T> take_tensor(const TensorFile& f, const std::string& name, DType dt, const std::vector<int64_t>& shape);
+
 // Outputs and intermediates (SPEC §2). T is the recurrence's state type: float, or double for the oracle.
 template <class T>
 struct StepOutputs {

@@ -164,7 +164,7 @@ Prepared prepare(const EmulateOptions& o, int steps) {
             p.envelope = std::make_unique<Envelope>(*builtin);
             p.envelope_source = "built in";
         } else {
-            const int n = o.envelope_orders > 0 ? o.envelope_orders : (in.cfg.D >= 4096 ? 8 : 12);
+            const int n = o.envelope_orders > 0 ? o.envelope_orders : default_envelope_order_count(in.cfg);
             TensorFile oracle;  // build_envelope runs the oracle anyway: kept, not run again below
             p.envelope = std::make_unique<Envelope>(build_envelope(in, default_envelope_orders(n), &oracle));
             p.oracle = std::make_unique<TensorFile>(std::move(oracle));

@@ -11,6 +11,7 @@
 #include "core/atomic_write.hpp"
 #include "core/error.hpp"
 #include "core/input_file.hpp"
+#include "core/version.hpp"
 #include "emulator/builtin_envelopes.hpp"  // generated from emulator/envelopes/*.json
 #include "reference/reference.hpp"
 
@@ -83,11 +84,28 @@ static std::string config_str(const Config& c) {
            " L=" + std::to_string(c.L) + " nb=" + std::to_string(c.nb);
 }
 
+int default_envelope_order_count(const Config& c) { return c.D >= 4096 ? 8 : 12; }
+
+void add_envelope_sample(Envelope& env, const std::string& label, const std::vector<TensorDiff>& distances) {
+    if (env.outputs.empty())
+        for (const char* name : kEnvelopeOutputs) env.outputs.push_back(EnvelopeBound{name, {}, 0, 1, 0, 0});
+    if (distances.size() != env.outputs.size()) bad_input("envelope sample: one distance per output expected");
+    env.orders.push_back(label);
+    for (size_t k = 0; k < env.outputs.size(); ++k) {
+        EnvelopeBound& b = env.outputs[k];
+        const TensorDiff& d = distances[k];
+        b.per_order.push_back(d);
+        b.max_row_ulp = std::max(b.max_row_ulp, b.name == "ssm_state" ? 0.0 : d.max_row_ulp);
+        b.min_frac_identical = std::min(b.min_frac_identical, d.frac_identical);
+        b.max_rel_l2 = std::max(b.max_rel_l2, d.rel_l2);
+        b.max_abs = std::max(b.max_abs, d.max_abs);
+    }
+}
+
 Envelope build_envelope(const StepInputs& in, const std::vector<std::string>& orders, TensorFile* oracle_out) {
     Envelope env;
     env.fixture_digest = inputs_digest(in);
     env.config = config_str(in.cfg);
-    env.orders = orders;
     std::vector<ReductionOrder> ords;
     for (const auto& o : orders) ords.push_back(ReductionOrder::parse(o));
     const TensorFile oracle = ref::run<double>(in, {}).to_file(in.cfg);
@@ -99,19 +117,7 @@ Envelope build_envelope(const StepInputs& in, const std::vector<std::string>& or
         TensorFile f = ref::run<float>(in, ords[size_t(i)]).to_file(in.cfg);
         for (const char* name : kEnvelopeOutputs) diffs[size_t(i)].push_back(diff_tensors(name, f.get(name), oracle.get(name)));
     }
-    for (size_t k = 0; k < 7; ++k) {
-        EnvelopeBound b;
-        b.name = kEnvelopeOutputs[k];
-        for (size_t i = 0; i < orders.size(); ++i) {
-            const TensorDiff& d = diffs[i][k];
-            b.per_order.push_back(d);
-            b.max_row_ulp = std::max(b.max_row_ulp, b.name == "ssm_state" ? 0.0 : d.max_row_ulp);
-            b.min_frac_identical = std::min(b.min_frac_identical, d.frac_identical);
-            b.max_rel_l2 = std::max(b.max_rel_l2, d.rel_l2);
-            b.max_abs = std::max(b.max_abs, d.max_abs);
-        }
-        env.outputs.push_back(b);
-    }
+    for (size_t i = 0; i < orders.size(); ++i) add_envelope_sample(env, orders[i], diffs[i]);
     if (oracle_out) *oracle_out = oracle;
     return env;
 }
@@ -220,6 +226,8 @@ std::string envelope_text(const Envelope& env) {
     json j;
     j["format"] = "monokda-envelope";
     j["format_version"] = env.format_version;
+    j["monokda_version"] = version();
+    j["monokda_commit"] = commit();
     j["fixture_digest"] = env.fixture_digest;
     j["config"] = env.config;
     j["orders"] = env.orders;

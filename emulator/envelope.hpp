@@ -72,6 +72,11 @@ Widening matrix_unit_in_proj_widening();
 
 // The orders used by default: n of them, from a fixed list (sequential, pairwise, splits, shuffles).
 std::vector<std::string> default_envelope_orders(int n);
+// How many of them an envelope measures when not told: 8 for k3-sized configs, 12 otherwise.
+int default_envelope_order_count(const Config& c);
+// One more measured run (`label`, its distances from the oracle, one per output in
+// kEnvelopeOutputs order): appended to per_order and folded into the bounds.
+void add_envelope_sample(Envelope& env, const std::string& label, const std::vector<TensorDiff>& distances);
 
 std::string inputs_digest(const StepInputs& in);
 std::string file_digest(const TensorFile& f);  // FNV-1a 64 over every tensor's name, size and 64-bit words, hex

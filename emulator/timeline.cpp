@@ -6,6 +6,7 @@
 
 #include "core/atomic_write.hpp"
 #include "core/error.hpp"
+#include "core/version.hpp"
 
 namespace monokda::emu {
 
@@ -55,6 +56,7 @@ std::string timeline_svg(const Plan& plan, const MachineResult& r, const std::st
                   "font-size=\"%.0f\">\n",
                   left + width + 20, H, lane > 10 ? 11.0 : 8.0);
     o += buf;
+    o += "<!-- written by " + version_line() + " -->\n";
     o += "<title>" + esc(title) + "</title>\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
     std::snprintf(buf, sizeof buf, "<text x=\"10\" y=\"18\" font-size=\"13\">%s</text>\n", esc(title).c_str());
     o += buf;

@@ -1,5 +1,6 @@
 #include "reference/reduction_order.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <map>
@@ -36,7 +37,8 @@ static uint64_t parse_u64(const std::string& s, const std::string& whole) {
     return v;
 }
 
-ReductionOrder ReductionOrder::parse(const std::string& s) {
+// One order for every site: "sequential" | "pairwise" | "split:P" | "shuffle:SEED".
+static OrderSpec parse_one(const std::string& s) {
     OrderSpec o;
     if (s == "sequential") o.kind = OrderSpec::sequential;
     else if (s == "pairwise") o.kind = OrderSpec::pairwise;
@@ -49,9 +51,36 @@ ReductionOrder ReductionOrder::parse(const std::string& s) {
         o.kind = OrderSpec::shuffle;
         o.seed = parse_u64(s.substr(8), s);
     } else {
-        bad_input("--order must be sequential, pairwise, split:P or shuffle:SEED (got '" + s + "')");
+        bad_input("--order must be sequential, pairwise, split:P or shuffle:SEED, or SITE=ORDER,... (got '" + s + "')");
     }
-    return uniform(o);
+    return o;
+}
+
+ReductionOrder ReductionOrder::parse(const std::string& s) {
+    if (s.find('=') == std::string::npos) return uniform(parse_one(s));
+    // per site, as str() writes a mixed order (a plan's): "attn_sumsq=split:56,attn_dot=split:56,..."
+    ReductionOrder r;
+    std::array<bool, kSiteCount> named{};
+    size_t pos = 0;
+    while (pos <= s.size()) {
+        const size_t end = std::min(s.find(',', pos), s.size());
+        const std::string item = s.substr(pos, end - pos);
+        const size_t eq = item.find('=');
+        if (eq == std::string::npos) bad_input("--order: '" + item + "' in '" + s + "' is not SITE=ORDER");
+        const std::string site = item.substr(0, eq);
+        int k = 0;
+        while (k < kSiteCount && site != to_string(Site(k))) ++k;
+        if (k == kSiteCount) {
+            std::string names;
+            for (int i = 0; i < kSiteCount; ++i) names += std::string(i ? ", " : "") + to_string(Site(i));
+            bad_input("--order: unknown site '" + site + "' (sites: " + names + ")");
+        }
+        if (named[size_t(k)]) bad_input("--order: site '" + site + "' named twice in '" + s + "'");
+        named[size_t(k)] = true;
+        r.set(Site(k), parse_one(item.substr(eq + 1)));
+        pos = end + 1;
+    }
+    return r;  // sites not named stay sequential
 }
 
 ReductionOrder ReductionOrder::uniform(const OrderSpec& o) {

@@ -39,7 +39,8 @@ struct OrderSpec {
 class ReductionOrder {
 public:
     ReductionOrder() = default;
-    // "sequential" | "pairwise" | "split:P" | "shuffle:SEED", for every site; BadInput otherwise.
+    // "sequential" | "pairwise" | "split:P" | "shuffle:SEED", for every site, or what str() writes
+    // for a mixed order, "SITE=ORDER,..." (sites not named: sequential); BadInput otherwise.
     static ReductionOrder parse(const std::string& s);
     static ReductionOrder uniform(const OrderSpec& o);
     ReductionOrder& set(Site s, const OrderSpec& o) { spec_[size_t(s)] = o; return *this; }

@@ -45,11 +45,11 @@ PerfRun make_run() {
 
 }  // namespace
 
-TEST_CASE("perf JSON has exactly the schema of issue 6, null where not measured") {
+TEST_CASE("perf JSON has exactly the schema of issue 6 (and the writer's version, issue 27), null where not measured") {
     const auto j = perf_json(make_run());
     std::set<std::string> keys;
     for (const auto& [k, v] : j.items()) keys.insert(k);
-    CHECK(keys == std::set<std::string>{"device", "commit", "date", "copy_tb_s", "rows"});
+    CHECK(keys == std::set<std::string>{"device", "commit", "date", "copy_tb_s", "monokda_version", "monokda_commit", "rows"});
     REQUIRE(j["rows"].size() == 4);
     std::set<std::string> row_keys;
     for (const auto& [k, v] : j["rows"][0].items()) row_keys.insert(k);

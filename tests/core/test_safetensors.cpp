@@ -12,6 +12,7 @@
 #include "core/bf16.hpp"
 #include "core/error.hpp"
 #include "core/safetensors.hpp"
+#include "core/version.hpp"
 #include "tests/bad_input_message.hpp"
 
 using namespace monokda;
@@ -79,10 +80,13 @@ TEST_CASE("safetensors round trip: every dtype, metadata, empty and 0-d tensors,
     const std::string p = tmp_path("roundtrip.safetensors");
     write_safetensors(p, f);
     CHECK_FALSE(std::filesystem::exists(p + ".tmp"));
-    check_same(f, read_safetensors(p));
+    TensorFile stamped = f;  // a written file names the monokda that wrote it
+    stamp_version(stamped.metadata);
+    CHECK(stamped.metadata.at("monokda_version") == version());
+    check_same(stamped, read_safetensors(p));
     // the header index reads the same entries, and rows on demand
     SafetensorsHeader h = read_safetensors_header(p);
-    CHECK(h.metadata == f.metadata);
+    CHECK(h.metadata == stamped.metadata);
     CHECK(h.tensors.at("b").dtype == "BF16");
     CHECK(h.tensors.at("b").shape == std::vector<int64_t>{2, 3});
     Tensor row1 = read_safetensors_tensor(p, h, "b", 1, 1);
