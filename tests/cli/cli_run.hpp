@@ -21,9 +21,10 @@ inline std::string shell_quote(const std::string& s) {
     return q + "'";
 }
 
-// Runs `bin line` through the shell (line as written: its words split, nothing quoted).
-inline CliResult run_cli_line(const std::string& line, const std::string& bin = MONOKDA_BIN) {
-    const std::string cmd = shell_quote(bin) + " " + line + " 2>&1";
+// Runs `bin line` through the shell (line as written: its words split, nothing quoted), in folder
+// `dir` when one is given.
+inline CliResult run_cli_line(const std::string& line, const std::string& bin = MONOKDA_BIN, const std::string& dir = "") {
+    const std::string cmd = (dir.empty() ? "" : "cd " + shell_quote(dir) + " && ") + shell_quote(bin) + " " + line + " 2>&1";
     CliResult r;
     FILE* p = popen(cmd.c_str(), "r");
     if (!p) return r;
