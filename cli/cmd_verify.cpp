@@ -1,5 +1,4 @@
 #include <chrono>
-#include <filesystem>
 #include <iostream>
 
 #include "cli/options.hpp"
@@ -11,19 +10,6 @@
 #include "verify/same.hpp"
 
 namespace monokda::cli {
-
-namespace {
-
-// BadInput unless PATH can be created where it names (its folder exists), before any work is done.
-void require_writable(const std::string& option, const std::string& path) {
-    if (path.empty()) return;
-    const std::filesystem::path dir = std::filesystem::path(path).parent_path();
-    if (!dir.empty() && !std::filesystem::is_directory(dir))
-        bad_input(option + " " + path + ": folder '" + dir.string() + "' does not exist");
-    if (std::filesystem::is_directory(path)) bad_input(option + " " + path + " is a folder");
-}
-
-}  // namespace
 
 int cmd_verify(const Args& args) {
     po::options_description opts("monokda verify");
@@ -58,9 +44,7 @@ int cmd_verify(const Args& args) {
     co.ssm_layout = verify::parse_ssm_layout(ssm_layout);
     co.rename = verify::parse_map(map);
     if (orders != 0) emu::default_envelope_orders(orders);  // range-checked
-    require_writable("--report", report);
-    require_writable("--junit", junit);
-    if (!report.empty() && report == junit) bad_input("--report and --junit name the same file");
+    check_outputs({{"--report", report}, {"--junit", junit}}, {{"FIXTURE", fixture}, {"CANDIDATE", candidate}, {"--envelope", envelope == "measure" ? "" : envelope}});
 
     const auto t0 = std::chrono::steady_clock::now();
     const TensorFile fx = read_safetensors(fixture);
@@ -111,8 +95,10 @@ int cmd_verify(const Args& args) {
         std::cout << "\n";
     }
     std::cout << verify::report_text(checks);
-    if (!report.empty()) write_file_atomic(report, verify::report_json(checks, ctx).dump(1) + "\n");
-    if (!junit.empty()) write_file_atomic(junit, verify::junit_xml(checks, ctx));
+    OutputSet outputs;  // both or neither
+    if (!report.empty()) outputs.add(report, verify::report_json(checks, ctx).dump(1) + "\n");
+    if (!junit.empty()) outputs.add(junit, verify::junit_xml(checks, ctx));
+    outputs.commit();
     return verify::all_passed(checks) ? 0 : 1;
 }
 

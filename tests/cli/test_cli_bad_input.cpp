@@ -146,7 +146,10 @@ TEST_CASE("monokda compare: bad input is exit 2, a failed check exit 1") {
     CHECK(r.out.find("FAIL A_log: not bit-identical") != std::string::npos);
     r = run_cli({"compare", a, b, "--rel-l2", "1e-9"});
     CHECK(r.code == 1);
-    CHECK(run_cli({"compare", a, b}).code == 0);  // no threshold given: a report only
+    r = run_cli({"compare", a, b});  // no threshold given: a report only, and it says so
+    CHECK(r.code == 0);
+    CHECK(r.out.find("no checks requested") != std::string::npos);
+    CHECK(r.out.find("checks passed") == std::string::npos);
 
     for (const auto& args : std::vector<std::vector<std::string>>{
              {"compare", a, odd}, {"compare", a, t / "missing.safetensors"}, {"compare", a, b, "--exact", "nothing"},

@@ -177,9 +177,10 @@ TEST_CASE("bad input is exit 2, named, and writes nothing") {
              {{fx, good, "--map", "core_attn_out"}, "is not THEIRS=OURS"},
              {{fx, good, "--map", "a=b"}, "'b' is not an output name"},
              {{fx, good, "--map", "nothere=core_out"}, "the candidate has no tensor 'nothere'"},
-             {{fx, good, "--envelope", t / "missing.json"}, "cannot read envelope"},
+             {{fx, good, "--envelope", t / "missing.json"}, "cannot open"},
+             {{fx, good, "--report", fx}, "an input is never overwritten"},
              {{fx, good, "--envelope-orders", "1"}, "envelope orders must be in"},
-             {{fx, good, "--report", t / "nodir/r.json"}, "does not exist"},
+             {{fx, good, "--report", t / "nodir/r.json"}, "no folder"},
              {{fx, t / "nothere.safetensors"}, "cannot open"},
          }) {
         std::vector<std::string> args = {"verify"};
