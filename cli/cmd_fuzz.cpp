@@ -1,11 +1,23 @@
+#include <signal.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
+#include <filesystem>
 #include <iostream>
+#include <optional>
+#include <sstream>
+#include <tuple>
+#include <utility>
 
 #include "cli/options.hpp"
+#include "core/atomic_write.hpp"
 #include "fuzz/checks.hpp"
+#include "fuzz/report.hpp"
 #include "fuzz/shape_fuzzer.hpp"
 #include "properties/planted_bugs.hpp"
 #include "properties/target.hpp"
+#include "properties/target_exec.hpp"
 
 namespace monokda::cli {
 
@@ -38,18 +50,54 @@ void require_check(const std::string& option, const std::string& name) {
         bad_input(option + ": unknown check '" + name + "' (see monokda fuzz --list)");
 }
 
+// SIGINT / SIGTERM: the run stops drawing cases, kills a running exec target, keeps what it found and
+// writes its report; a second signal ends the process at once.
+std::atomic<int> g_signal{0};
+void on_stop_signal(int sig) {
+    g_signal.store(sig);
+    props::request_cancel();
+    signal(sig, SIG_DFL);
+}
+
+// "I/N" -> (I, N), 0 <= I < N.
+std::pair<int, int> parse_shard(const std::string& text) {
+    const size_t slash = text.find('/');
+    const std::optional<long> i = slash == std::string::npos ? std::nullopt : parse_int(text.substr(0, slash));
+    const std::optional<long> n = slash == std::string::npos ? std::nullopt : parse_int(text.substr(slash + 1));
+    if (!i || !n || *n < 1 || *n > 1000000 || *i < 0 || *i >= *n)
+        bad_input("--shard must be I/N with 0 <= I < N (got '" + text + "')");
+    return {int(*i), int(*n)};
+}
+
+int merge(const std::vector<std::string>& paths, const std::string& report_path) {
+    const fuzz::Merged m = fuzz::merge_reports(paths);
+    if (!report_path.empty()) write_file_atomic(report_path, m.report.dump(2) + "\n");
+    for (const auto& n : m.notes) std::cout << "note: " << n << "\n";
+    fuzz::print_summary(m.report, std::cout);
+    return fuzz::report_verdict(m.report) == "passed" ? 0 : 1;
+}
+
 }  // namespace
 
 int cmd_fuzz(const Args& args) {
     po::options_description opts("monokda fuzz");
-    std::string target_name, config, plant, order, replay_file, check, out_dir, per_case, only;
+    std::string target_name, config, plant, order, replay_file, check, out_dir, per_case, only, cmd, shapes, shard,
+        report_path;
+    std::vector<std::string> merge_paths;
     long iters = 0;
-    double seconds = 0, shrink_seconds = 120;
+    double seconds = 0, shrink_seconds = 120, case_timeout = 300;
     uint64_t seed = 1, check_seed = 0;
     int jobs = 0;
     opts.add_options()
-        ("target", po::value(&target_name)->default_value("reference"), "what to fuzz: reference | emulator | gpu")
+        ("target", po::value(&target_name)->default_value("reference"), "what to fuzz: reference | emulator | gpu | exec")
+        ("cmd", po::value(&cmd), "exec target: the command, with {fixture} and {out} (run by /bin/sh; exit 77: step not taken)")
+        ("case-timeout", po::value(&case_timeout)->default_value(300), "exec target: seconds a run may take before it is killed")
         ("config", po::value(&config)->default_value("small"), "model preset of the cases: small | k3")
+        ("shapes", po::value(&shapes)->default_value("any"),
+         "any | k3: every case (and every shrunk step) at the production dims, for targets that take only those")
+        ("shard", po::value(&shard), "I/N: run the cases i with i % N == I of the campaign (N machines, one shard each)")
+        ("report", po::value(&report_path), "write a JSON report (with --merge: the merged report)")
+        ("merge", po::value(&merge_paths)->multitoken(), "merge shard reports into one verdict (REPORT...)")
         ("iters", po::value(&iters), "number of cases (default 1000 when --time is not given)")
         ("time", po::value(&seconds), "wall-clock budget in seconds")
         ("seed", po::value(&seed)->default_value(1), "fuzzer seed: case i is a function of (seed, i)")
@@ -70,11 +118,21 @@ int cmd_fuzz(const Args& args) {
         ("list", "list targets, checks and planted bugs");
     po::positional_options_description pos;
     po::variables_map vm;
-    if (!parse_args(args, "monokda fuzz --target reference|emulator|gpu [--config small|k3] [--iters N] [--seed S] "
-                          "[--time SECONDS] [--plant BUG] [--replay FILE --check NAME --check-seed N] [--list]",
+    if (!parse_args(args, "monokda fuzz --target reference|emulator|gpu|exec [--cmd 'PROG {fixture} {out}'] "
+                          "[--config small|k3] [--shapes any|k3] [--iters N] [--seed S] [--time SECONDS] "
+                          "[--shard I/N] [--report FILE] [--plant BUG] "
+                          "[--replay FILE --check NAME --check-seed N] [--merge REPORT...] [--list]",
                     opts, pos, vm))
         return 0;
     if (vm.count("list")) { list_all(std::cout); return 0; }
+    if (vm.count("merge")) {
+        check_outputs({{"--report", report_path}}, [&] {
+            std::vector<NamedPath> in;
+            for (const auto& p : merge_paths) in.push_back({"--merge", p});
+            return in;
+        }());
+        return merge(merge_paths, report_path);
+    }
 
     props::Target target;
     std::string target_args;
@@ -87,10 +145,22 @@ int cmd_fuzz(const Args& args) {
         if (target_name != "reference") bad_input("--order applies to the reference target only");
         target = props::reference_target(order);
         target_args = "--target reference --order " + order;
+    } else if (target_name == "exec") {
+        props::ExecOptions eo;
+        eo.cmd = cmd;
+        eo.timeout_s = case_timeout;
+        target = props::exec_target(eo);
+        target_args = "--target exec --cmd " + props::shell_quote(cmd);
+        if (!vm["case-timeout"].defaulted()) {
+            std::ostringstream t;
+            t << case_timeout;
+            target_args += " --case-timeout " + t.str();
+        }
     } else {
         target = props::make_target(target_name);
         target_args = "--target " + target_name;
     }
+    if (vm.count("cmd") && target_name != "exec") bad_input("--cmd goes with --target exec");
 
     if (vm.count("replay")) {
         if (!vm.count("check") || !vm.count("check-seed")) bad_input("--replay needs --check NAME and --check-seed N");
@@ -127,12 +197,28 @@ int cmd_fuzz(const Args& args) {
     fo.shrink_seconds = shrink_seconds;
     fo.target_args = target_args + (config != "small" ? " --config " + config : "");
     fo.progress = !vm.count("quiet");
+    if (shapes != "any" && shapes != "k3") bad_input("--shapes must be any or k3 (got '" + shapes + "')");
+    if (shapes == "k3") {
+        if (!vm["config"].defaulted() && config != "k3") bad_input("--shapes k3 runs the k3 preset; it does not combine with --config " + config);
+        fo.config = config = "k3";
+        fo.keep_dims = true;
+        fo.target_args = target_args + " --config k3";
+    }
+    if (vm.count("shard")) std::tie(fo.shard_index, fo.shard_count) = parse_shard(shard);
     Config::preset(config);  // a bad preset is bad input before any case runs
+    check_outputs({{"--report", report_path}});  // a report that cannot be written is bad input now, not after the run
+    fuzz::Campaign campaign{fo.target_args, config, shapes, seed, per_case, fo.only};
+
+    signal(SIGINT, on_stop_signal);
+    signal(SIGTERM, on_stop_signal);
     const fuzz::FuzzReport rep = fuzz::run_fuzz(target, fo, std::cerr);
-    std::cout << (rep.failures.empty() ? "passed" : "FAILED") << ": " << rep.cases << " cases, " << rep.failed_cases
-              << " failing\n";
-    for (const auto& f : rep.failures) std::cout << "replay: " << f.replay << "\n";
-    return rep.failures.empty() ? 0 : 1;
+    signal(SIGINT, SIG_DFL);
+    signal(SIGTERM, SIG_DFL);
+    const nlohmann::json report = fuzz::report_json(rep, fo, campaign);
+    if (!report_path.empty()) write_file_atomic(report_path, report.dump(2) + "\n");
+    fuzz::print_summary(report, std::cout);
+    if (fuzz::report_verdict(report) != "passed") return 1;
+    return g_signal ? 128 + g_signal.load() : 0;
 }
 
 }  // namespace monokda::cli

@@ -9,11 +9,12 @@
 #include <cstdio>
 #include <filesystem>
 #include <mutex>
-#include <system_error>
 #include <ostream>
+#include <system_error>
 #include <thread>
 #include <vector>
 
+#include "core/atomic_write.hpp"
 #include "core/error.hpp"
 #include "core/rng.hpp"
 #include "fuzz/checks.hpp"
@@ -40,7 +41,7 @@ std::string file_safe(const std::string& s) {
 struct Shared {
     std::atomic<long> next{0}, cases{0}, rejected{0};
     std::atomic<bool> stop{false};
-    std::mutex mu, log_mu;  // mu: the fields below; log_mu: lines written to the log
+    std::mutex mu;
     std::string current;  // shape of the latest case, for the progress line
     std::map<std::string, std::array<long, 3>> verdicts;
     std::map<std::string, double> seconds;
@@ -48,8 +49,7 @@ struct Shared {
     std::map<std::string, FuzzFailure> first_failure;  // by check
 };
 
-// Where a failure's fixtures go: OUT/TARGET-CHECK-caseI(-original).safetensors
-std::string failure_stem(const props::Target& target, const FuzzOptions& opt, const std::string& check, long index) {
+std::string stem_of(const FuzzOptions& opt, const props::Target& target, const std::string& check, long index) {
     return opt.out_dir + "/" + file_safe(target.name) + "-" + check + "-case" + std::to_string(index);
 }
 
@@ -58,35 +58,46 @@ std::string replay_line(const FuzzOptions& opt, const std::string& fixture, cons
            std::to_string(seed);
 }
 
+// What a failure's text file says: the check, the case, the verdict's detail, the replay line(s).
+std::string failure_text(const FuzzFailure& f) {
+    std::string t = "FAIL " + f.verdict.check + " on case " + std::to_string(f.case_index) + " (seed " +
+                    std::to_string(f.case_seed) + ", " + f.shape.str() + ")\n" + f.verdict.detail + "\n\nreplay (as found): " +
+                    f.original_replay + "\n";
+    if (!f.fixture_path.empty())
+        t += "replay (shrunk): " + f.replay + "\n\nshrunk step: " + to_string(f.final_verdict.kind) + " " +
+             f.final_verdict.check + ": " + f.final_verdict.detail + "\n";
+    return t;
+}
+
 // Keeps the lowest-index failure of each check; stops the run unless keep_going. A failure that
-// becomes its check's first is written at once, as found (an interrupted run keeps it), with the
-// line that replays it; shrinking comes after the run.
-void record_failure(Shared& sh, const props::Target& target, const FuzzOptions& opt, long i, uint64_t cs,
+// becomes its check's recorded one is written at once (fixture and text), outside the lock, so an
+// interrupted run keeps it.
+void record_failure(Shared& sh, const FuzzOptions& opt, const props::Target& target, long i, uint64_t cs,
                     const CaseShape& shape, const StepInputs& in, const Verdict& v, std::ostream& log) {
     ++sh.failed;
-    bool first = false;
+    FuzzFailure f;
     {
         std::lock_guard<std::mutex> lock(sh.mu);
-        auto it = sh.first_failure.find(v.check);
-        if (it == sh.first_failure.end() || it->second.case_index > i) {
-            FuzzFailure f;
-            f.case_index = i;
-            f.case_seed = cs;
-            f.shape = shape;
-            f.verdict = v;
-            f.original_path = failure_stem(target, opt, v.check, i) + "-original.safetensors";
-            sh.first_failure[v.check] = f;
-            first = true;
-        }
         if (!opt.keep_going) sh.stop = true;
+        auto it = sh.first_failure.find(v.check);
+        if (it != sh.first_failure.end() && it->second.case_index <= i) return;
+        f.case_index = i;
+        f.case_seed = cs;
+        f.shape = shape;
+        f.verdict = v;
+        sh.first_failure[v.check] = f;
     }
-    if (!first) return;
-    const std::string path = failure_stem(target, opt, v.check, i) + "-original.safetensors";
     std::filesystem::create_directories(opt.out_dir);
-    write_safetensors(path, in.to_file());
-    std::lock_guard<std::mutex> lock(sh.log_mu);
-    log << "\nFAIL " << v.check << " on case " << i << ": wrote " << path << "\n  replay: "
-        << replay_line(opt, path, v.check, cs) << "\n" << std::flush;
+    const std::string stem = stem_of(opt, target, v.check, i);
+    f.original_path = stem + "-original.safetensors";
+    f.original_replay = replay_line(opt, f.original_path, v.check, cs);
+    write_safetensors(f.original_path, in.to_file());
+    write_file_atomic(stem + ".txt", failure_text(f));
+    std::lock_guard<std::mutex> lock(sh.mu);
+    log << "\nFAIL " << v.check << " on case " << i << ": wrote " << f.original_path << "\n  replay: " << f.original_replay
+        << "\n" << std::flush;
+    auto it = sh.first_failure.find(v.check);
+    if (it != sh.first_failure.end() && it->second.case_index == i) it->second = f;
 }
 
 void worker(const props::Target& target, const FuzzOptions& opt, const Config& preset, Clock::time_point t0, Shared& sh,
@@ -97,10 +108,11 @@ void worker(const props::Target& target, const FuzzOptions& opt, const Config& p
     std::map<std::string, std::array<long, 3>> counts;
     std::map<std::string, double> secs;
     auto since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
-    while (!sh.stop) {
-        const long i = sh.next++;
-        if (opt.iters && i >= opt.iters) break;
+    while (!sh.stop && !props::cancel_requested()) {
+        const long n = sh.next++;
+        if (opt.iters && n >= opt.iters) break;
         if (opt.seconds > 0 && std::chrono::duration<double>(Clock::now() - t0).count() >= opt.seconds) break;
+        const long i = shard_case(opt, n);
         const uint64_t cs = case_seed(opt.seed, i);
         const CaseShape shape = draw_shape(preset, cs);
         {
@@ -116,20 +128,31 @@ void worker(const props::Target& target, const FuzzOptions& opt, const Config& p
             ++sh.rejected;
             continue;
         } catch (const props::TargetFailure& e) {
-            record_failure(sh, target, opt, i, cs, shape, in, Verdict{Verdict::FAIL, "target-run", e.what()}, log);
+            record_failure(sh, opt, target, i, cs, shape, in, Verdict{Verdict::FAIL, "target-run", e.what()}, log);
             ++sh.cases;
             continue;
+        } catch (const props::Cancelled&) {
+            break;
         }
         secs["(base run)"] += since(tc);
-        for (const std::string& name : case_checks(target, i, opt.properties_per_case)) {
-            if (!opt.only.empty() && std::find(opt.only.begin(), opt.only.end(), name) == opt.only.end()) continue;
-            tc = Clock::now();
-            const Verdict v = run_check(name, target, in, out, cs);
-            secs[name] += since(tc);
-            ++counts[name][size_t(v.kind)];
-            if (v.kind == Verdict::FAIL) record_failure(sh, target, opt, i, cs, shape, in, v, log);
-            if (sh.stop) break;
+        std::map<std::string, std::array<long, 3>> case_counts;
+        std::vector<Verdict> failed;
+        try {
+            for (const std::string& name : case_checks(target, i, opt.properties_per_case)) {
+                if (!opt.only.empty() && std::find(opt.only.begin(), opt.only.end(), name) == opt.only.end()) continue;
+                tc = Clock::now();
+                const Verdict v = run_check(name, target, in, out, cs);
+                secs[name] += since(tc);
+                ++case_counts[name][size_t(v.kind)];
+                if (v.kind == Verdict::FAIL) failed.push_back(v);
+                if (v.kind == Verdict::FAIL && !opt.keep_going) break;
+            }
+        } catch (const props::Cancelled&) {
+            break;  // a case cut short by a stop is not counted
         }
+        for (const auto& [k, v] : case_counts)
+            for (size_t j = 0; j < 3; ++j) counts[k][j] += v[j];
+        for (const Verdict& v : failed) record_failure(sh, opt, target, i, cs, shape, in, v, log);
         ++sh.cases;
     }
     std::lock_guard<std::mutex> lock(sh.mu);
@@ -142,6 +165,8 @@ void worker(const props::Target& target, const FuzzOptions& opt, const Config& p
 
 FuzzReport run_fuzz(const props::Target& target, const FuzzOptions& opt, std::ostream& log) {
     if (opt.iters <= 0 && opt.seconds <= 0) bad_input("fuzz: give --iters N or --time SECONDS");
+    if (opt.shard_count < 1 || opt.shard_index < 0 || opt.shard_index >= opt.shard_count)
+        bad_input("fuzz: shard " + std::to_string(opt.shard_index) + "/" + std::to_string(opt.shard_count) + " is not I/N with 0 <= I < N");
     const Config preset = Config::preset(opt.config);
     const int jobs = opt.jobs > 0 ? opt.jobs : std::max(1u, std::thread::hardware_concurrency());
     Shared sh;
@@ -176,12 +201,10 @@ FuzzReport run_fuzz(const props::Target& target, const FuzzOptions& opt, std::os
             std::this_thread::sleep_for(std::chrono::milliseconds(200));
             if (!opt.progress) continue;
             const double since = std::chrono::duration<double>(Clock::now() - last).count();
-            std::lock_guard<std::mutex> lock(sh.log_mu);
-            if (tty && since >= 1.0) {
-                log << "\r" << progress_line() << "\033[K" << std::flush;
-                last = Clock::now();
-            } else if (!tty && since >= 10.0) {
-                log << progress_line() << "\n" << std::flush;
+            if ((tty && since >= 1.0) || (!tty && since >= 10.0)) {
+                const std::string line = progress_line();
+                std::lock_guard<std::mutex> lock(sh.mu);
+                log << (tty ? "\r" : "") << line << (tty ? "\033[K" : "\n") << std::flush;
                 last = Clock::now();
             }
         }
@@ -191,6 +214,9 @@ FuzzReport run_fuzz(const props::Target& target, const FuzzOptions& opt, std::os
     monitor.join();
 
     FuzzReport rep;
+    const bool interrupted = props::cancel_requested();
+    rep.stopped_by = interrupted ? "interrupted" : !sh.first_failure.empty() && !opt.keep_going ? "failure"
+                     : opt.iters && sh.next >= opt.iters ? "iters" : "time";
     rep.cases = sh.cases;
     rep.rejected = sh.rejected;
     rep.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -212,6 +238,7 @@ FuzzReport run_fuzz(const props::Target& target, const FuzzOptions& opt, std::os
              rep.seconds > 0 ? 60.0 * double(rep.cases) / rep.seconds : 0.0, jobs);
     log << rate;
     rep.failed_cases = sh.failed;
+    if (interrupted) log << "interrupted: nothing is shrunk; each failure's step as found is written\n";
     // Shrinking runs here, serially, on steps that soon get small: one thread, as in the workers.
     struct OmpThreads {
         int saved = omp_get_max_threads();
@@ -224,24 +251,35 @@ FuzzReport run_fuzz(const props::Target& target, const FuzzOptions& opt, std::os
     for (FuzzFailure f : found) {
         log << "FAIL " << f.verdict.check << " on case " << f.case_index << " (seed " << f.case_seed << ", "
             << f.shape.str() << "):\n  " << f.verdict.detail << "\n";
-        const StepInputs original = build_case(f.shape);  // written as found (record_failure)
+        f.replay = f.original_replay;
+        if (interrupted) {
+            log << "replay: " << f.replay << "\n";
+            rep.failures.push_back(f);
+            continue;
+        }
+        const StepInputs original = build_case(f.shape);
         f.nonzero_before = nonzero_inputs(original);
-        const std::string stem = failure_stem(target, opt, f.verdict.check, f.case_index);
         StepInputs minimal = original;
         if (opt.shrink) {
             log << "shrinking (" << step_summary(original) << ", " << f.nonzero_before << " non-zero inputs)...\n"
                 << std::flush;
-            f.shrunk = shrink_failure(target, f.verdict.check, f.case_seed, original, opt.shrink_seconds);
+            f.shrunk = shrink_failure(target, f.verdict.check, f.case_seed, original, opt.shrink_seconds, opt.keep_dims);
             minimal = f.shrunk.in;
             for (const auto& st : f.shrunk.steps) log << "  " << st << "\n";
             log << "shrunk in " << f.shrunk.taken << " of " << f.shrunk.tried << " tries"
                 << (f.shrunk.timed_out ? " (time limit reached)" : "") << "\n";
         }
         f.nonzero_after = nonzero_inputs(minimal);
-        f.final_verdict = run_target_and_check(f.verdict.check, target, minimal, f.case_seed);
+        try {
+            f.final_verdict = run_target_and_check(f.verdict.check, target, minimal, f.case_seed);
+        } catch (const props::Cancelled&) {
+            f.final_verdict = Verdict{Verdict::SKIP, f.verdict.check, "interrupted"};
+        }
+        const std::string stem = stem_of(opt, target, f.verdict.check, f.case_index);
         f.fixture_path = stem + ".safetensors";
         write_safetensors(f.fixture_path, minimal.to_file());
         f.replay = replay_line(opt, f.fixture_path, f.verdict.check, f.case_seed);
+        write_file_atomic(stem + ".txt", failure_text(f));
         log << "minimal case: " << step_summary(minimal) << ", " << f.nonzero_after << " non-zero inputs (was "
             << f.nonzero_before << ")\n"
             << "  " << to_string(f.final_verdict.kind) << " " << f.final_verdict.check << ": " << f.final_verdict.detail

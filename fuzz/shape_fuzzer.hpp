@@ -1,5 +1,7 @@
 // The shape fuzzer behind `monokda fuzz`: draws cases, runs a target on them, checks it against the
-// reference and the properties, and on the first failure shrinks it and writes a replayable fixture.
+// reference and the properties, writes a failing case's fixture as soon as it is found, and at the
+// end shrinks it and writes the minimal, replayable fixture beside it. A campaign can be split into
+// shards (disjoint case indices) run on different machines; fuzz/report.hpp merges their reports.
 #pragma once
 #include <array>
 #include <cstdint>
@@ -30,6 +32,8 @@ struct FuzzOptions {
     double shrink_seconds = 120;
     std::string target_args = "--target reference";  // how the replay line names the target
     bool progress = true;
+    bool keep_dims = false;           // shrinking never changes a model dim (--shapes k3: the target takes only k3)
+    int shard_index = 0, shard_count = 1;  // this run takes case indices i with i % shard_count == shard_index
 };
 
 struct FuzzFailure {
@@ -40,10 +44,12 @@ struct FuzzFailure {
     props::Verdict final_verdict;  // on the shrunk step
     ShrinkResult shrunk;
     long long nonzero_before = 0, nonzero_after = 0;
-    std::string fixture_path, original_path, replay;
+    std::string fixture_path, original_path, replay;  // fixture_path: the shrunk step ("" until shrunk)
+    std::string original_replay;                      // the replay line of the step as found
 };
 
 struct FuzzReport {
+    std::string stopped_by;  // "iters", "time", "failure" or "interrupted"
     long cases = 0;     // cases whose every check ran (or that failed)
     long rejected = 0;  // cases the target refused (BadInput), e.g. a shape a GPU build does not support
     double seconds = 0;
@@ -54,9 +60,11 @@ struct FuzzReport {
 };
 
 uint64_t case_seed(uint64_t seed, long index);
+// The global index of this shard's n-th case.
+inline long shard_case(const FuzzOptions& o, long n) { return long(o.shard_index) + n * long(o.shard_count); }
 
-// Runs until iters cases, `seconds`, or the first failure (unless keep_going). Progress and the
-// summary go to log.
+// Runs until iters cases, `seconds`, the first failure (unless keep_going), or a stop request
+// (props::request_cancel: a signal; then nothing is shrunk). Progress and the summary go to log.
 FuzzReport run_fuzz(const props::Target& target, const FuzzOptions& opt, std::ostream& log);
 
 // Loads a written fixture and runs one check on it.

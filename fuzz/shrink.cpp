@@ -49,7 +49,7 @@ template <class T> void zero(std::vector<T>& v, size_t lo, size_t hi) { std::fil
 }  // namespace
 
 ShrinkResult shrink_failure(const props::Target& target, const std::string& check, uint64_t check_seed,
-                            const StepInputs& failing, double max_seconds) {
+                            const StepInputs& failing, double max_seconds, bool keep_dims) {
     ShrinkResult res;
     res.in = failing;
     const auto t0 = std::chrono::steady_clock::now();
@@ -104,16 +104,18 @@ ShrinkResult shrink_failure(const props::Target& target, const std::string& chec
         // slots and layout
         attempt("compact slots", compact_slots);
         if (res.in.cfg.conv_layout != ConvLayout::sd) attempt("sd layout", [](const StepInputs& s) { return s.with_conv_layout(ConvLayout::sd); });
-        // dims: each to the smallest size that still fails
-        const Config c = res.in.cfg;
-        for (int H2 = 1; H2 < c.H; ++H2)
-            if (attempt("H -> " + std::to_string(H2), [&](const StepInputs& s) { return props::restrict_dims(s, s.cfg.D, H2, s.cfg.K, s.cfg.F); })) break;
-        for (int K2 = 1; K2 < c.K; K2 *= 2)
-            if (attempt("K -> " + std::to_string(K2), [&](const StepInputs& s) { return props::restrict_dims(s, s.cfg.D, s.cfg.H, K2, s.cfg.F); })) break;
-        for (int D2 = 1; D2 < c.D; D2 *= 2)
-            if (attempt("D -> " + std::to_string(D2), [&](const StepInputs& s) { return props::restrict_dims(s, D2, s.cfg.H, s.cfg.K, s.cfg.F); })) break;
-        for (int F2 = 1; F2 < c.F; F2 *= 2)
-            if (attempt("F -> " + std::to_string(F2), [&](const StepInputs& s) { return props::restrict_dims(s, s.cfg.D, s.cfg.H, s.cfg.K, F2); })) break;
+        // dims: each to the smallest size that still fails (unless the target takes one shape only)
+        if (!keep_dims) {
+            const Config c = res.in.cfg;
+            for (int H2 = 1; H2 < c.H; ++H2)
+                if (attempt("H -> " + std::to_string(H2), [&](const StepInputs& s) { return props::restrict_dims(s, s.cfg.D, H2, s.cfg.K, s.cfg.F); })) break;
+            for (int K2 = 1; K2 < c.K; K2 *= 2)
+                if (attempt("K -> " + std::to_string(K2), [&](const StepInputs& s) { return props::restrict_dims(s, s.cfg.D, s.cfg.H, K2, s.cfg.F); })) break;
+            for (int D2 = 1; D2 < c.D; D2 *= 2)
+                if (attempt("D -> " + std::to_string(D2), [&](const StepInputs& s) { return props::restrict_dims(s, D2, s.cfg.H, s.cfg.K, s.cfg.F); })) break;
+            for (int F2 = 1; F2 < c.F; F2 *= 2)
+                if (attempt("F -> " + std::to_string(F2), [&](const StepInputs& s) { return props::restrict_dims(s, s.cfg.D, s.cfg.H, s.cfg.K, F2); })) break;
+        }
         // values: whole tensors to zero, then halves of the activation rows
         const std::vector<std::pair<const char*, Edit>> zeros = {
             {"delta = 0", [](const StepInputs& s) { StepInputs v = s; zero(v.delta, 0, v.delta.size()); return v; }},

@@ -16,8 +16,10 @@ struct ShrinkResult {
     std::vector<std::string> steps;  // one line per change taken, in order
 };
 
+// keep_dims: only R, L, nb, block-write, slots, layout and values change (a target that takes one
+// model shape only, such as the production one).
 ShrinkResult shrink_failure(const props::Target& target, const std::string& check, uint64_t check_seed,
-                            const StepInputs& failing, double max_seconds);
+                            const StepInputs& failing, double max_seconds, bool keep_dims = false);
 
 // Input elements that are not zero (all tensors of the step), for reports.
 long long nonzero_inputs(const StepInputs& in);

@@ -1,12 +1,23 @@
 #include "properties/target.hpp"
 
+#include <atomic>
+
 #include "core/error.hpp"
 #include "reference/reference.hpp"
 
 #include "properties/target_emulator.hpp"
+#include "properties/target_exec.hpp"
 #include "properties/target_gpu.hpp"
 
 namespace monokda::props {
+
+namespace {
+std::atomic<bool> g_cancel{false};
+static_assert(std::atomic<bool>::is_always_lock_free, "request_cancel is called from signal handlers");
+}  // namespace
+
+void request_cancel() noexcept { g_cancel.store(true); }
+bool cancel_requested() noexcept { return g_cancel.load(std::memory_order_relaxed); }
 
 Target reference_target(const std::string& order) {
     ReductionOrder ord = ReductionOrder::parse(order);
@@ -24,6 +35,8 @@ const std::vector<TargetEntry>& target_registry() {
          available},
         {"emulator", "the kernel's CTA plan executed on the CPU over modelled mailboxes", emulator_target, available},
         {"gpu", "the kda_pre kernel on the GPU (production shape only)", gpu_target, gpu_unavailable},
+        {"exec", "a program that reads a fixture and writes an output file: --cmd 'prog {fixture} {out}'",
+         [] { return exec_target({}); }, available},
     };
     return table;
 }

@@ -17,6 +17,15 @@ struct TargetFailure : std::runtime_error {
     explicit TargetFailure(const std::string& w) : std::runtime_error(w) {}
 };
 
+// A run stopped because a stop was requested (monokda fuzz on SIGINT/SIGTERM), not a verdict.
+struct Cancelled : std::runtime_error {
+    explicit Cancelled(const std::string& w) : std::runtime_error(w) {}
+};
+// Asks every target that waits on something (a child process) to stop waiting and throw Cancelled.
+// Safe to call from a signal handler.
+void request_cancel() noexcept;
+bool cancel_requested() noexcept;
+
 struct Target {
     std::string name;
     std::function<StepOutputs<float>(const StepInputs&)> run;
