@@ -96,6 +96,7 @@ void add_envelope_sample(Envelope& env, const std::string& label, const std::vec
         const TensorDiff& d = distances[k];
         b.per_order.push_back(d);
         b.max_row_ulp = std::max(b.max_row_ulp, b.name == "ssm_state" ? 0.0 : d.max_row_ulp);
+        b.max_frac_identical = b.per_order.size() == 1 ? d.frac_identical : std::max(b.max_frac_identical, d.frac_identical);
         b.min_frac_identical = std::min(b.min_frac_identical, d.frac_identical);
         b.max_rel_l2 = std::max(b.max_rel_l2, d.rel_l2);
         b.max_abs = std::max(b.max_abs, d.max_abs);
@@ -129,6 +130,7 @@ Envelope widen(const Envelope& env, const Widening& w) {
         auto it = std::find_if(out.outputs.begin(), out.outputs.end(), [&](const EnvelopeBound& b) { return b.name == name; });
         if (it == out.outputs.end()) bad_input("widening: the envelope has no output '" + name + "'");
         it->min_frac_identical = std::max(0.0, 1 - w.spread * (1 - it->min_frac_identical));
+        it->max_frac_identical = std::max(0.0, 1 - w.spread * (1 - it->max_frac_identical));  // the spread × spread too
         it->max_rel_l2 *= w.spread;
         it->max_abs *= w.spread;
         if (name != "ssm_state") it->max_row_ulp = w.spread * it->max_row_ulp + w.row_ulp_floor;
@@ -157,6 +159,18 @@ std::vector<TensorDiff> envelope_distances(const Envelope& env, const TensorFile
     return out;
 }
 
+EnvelopeLimits envelope_limits(const Envelope& env, const EnvelopeBound& b, int64_t numel) {
+    EnvelopeLimits l;
+    l.state = b.name == "ssm_state";
+    const double spread = std::max(0.0, b.max_frac_identical - b.min_frac_identical);
+    const double slack = numel > 0 ? double(env.identical_slack) / double(numel) : 0.0;
+    l.min_frac_identical = b.min_frac_identical - std::max({env.identical_margin, spread, slack});
+    l.max_row_ulp = std::max(b.max_row_ulp + env.row_ulp_margin, 1.0);
+    l.max_rel_l2 = b.max_rel_l2 * (1 + env.rel_margin);
+    l.max_abs = b.max_abs * (1 + env.rel_margin);
+    return l;
+}
+
 std::vector<EnvelopeCheck> check_distances(const Envelope& env, const std::vector<TensorDiff>& distances) {
     if (distances.size() != env.outputs.size()) bad_input("envelope check: one distance per output expected");
     std::vector<EnvelopeCheck> out;
@@ -165,6 +179,7 @@ std::vector<EnvelopeCheck> check_distances(const Envelope& env, const std::vecto
         EnvelopeCheck c;
         c.name = b.name;
         c.diff = distances[k];
+        const EnvelopeLimits l = envelope_limits(env, b, c.diff.numel);
         auto over = [&](const char* what, double v, double bound) {
             if (!(v <= bound)) {
                 c.inside = false;
@@ -173,15 +188,18 @@ std::vector<EnvelopeCheck> check_distances(const Envelope& env, const std::vecto
                 c.why += buf;
             }
         };
-        if (b.name != "ssm_state") over("row ulp", c.diff.max_row_ulp, b.max_row_ulp + env.row_ulp_margin);
-        over("rel-L2", c.diff.rel_l2, b.max_rel_l2 * (1 + env.rel_margin));
-        over("max abs", c.diff.max_abs, b.max_abs * (1 + env.rel_margin));
-        if (!(c.diff.frac_identical >= b.min_frac_identical - env.identical_margin)) {
-            c.inside = false;
-            char buf[160];
-            std::snprintf(buf, sizeof buf, "%sidentical %.4f%% < floor %.4f%%", c.why.empty() ? "" : "; ",
-                          100 * c.diff.frac_identical, 100 * (b.min_frac_identical - env.identical_margin));
-            c.why += buf;
+        if (l.state) {
+            over("rel-L2", c.diff.rel_l2, l.max_rel_l2);
+            over("max abs", c.diff.max_abs, l.max_abs);
+        } else {
+            over("row ulp", c.diff.max_row_ulp, l.max_row_ulp);
+            if (!(c.diff.frac_identical >= l.min_frac_identical)) {
+                c.inside = false;
+                char buf[160];
+                std::snprintf(buf, sizeof buf, "%sidentical %.4f%% < floor %.4f%%", c.why.empty() ? "" : "; ",
+                              100 * c.diff.frac_identical, 100 * l.min_frac_identical);
+                c.why += buf;
+            }
         }
         if (c.diff.nan_mismatch) { c.inside = false; c.why += c.why.empty() ? "NaN mismatch" : "; NaN mismatch"; }
         out.push_back(c);
@@ -202,14 +220,19 @@ std::string format_envelope_checks(const std::vector<EnvelopeCheck>& checks, con
     s += line;
     for (const auto& c : checks) {
         const EnvelopeBound* b = env.find(c.name);
-        const bool state = c.name == "ssm_state";
-        char ulp[40];
-        if (state) std::snprintf(ulp, sizeof ulp, "%16s", "-");
-        else std::snprintf(ulp, sizeof ulp, "%6.2f (%6.2f)", c.diff.max_row_ulp, b ? b->max_row_ulp + env.row_ulp_margin : 0.0);
-        std::snprintf(line, sizeof line, "  %-10s %-7s %9.4f%% (%8.4f%%) %s %9.3g (%9.3g)%s%s\n", c.name.c_str(),
-                      c.inside ? "inside" : "OUTSIDE", 100 * c.diff.frac_identical,
-                      b ? 100 * (b->min_frac_identical - env.identical_margin) : 0.0, ulp, c.diff.rel_l2,
-                      b ? b->max_rel_l2 * (1 + env.rel_margin) : 0.0, c.inside ? "" : "  : ", c.why.c_str());
+        const EnvelopeLimits l = b ? envelope_limits(env, *b, c.diff.numel) : EnvelopeLimits{};
+        char ident[40], ulp[40], rel[40];
+        if (l.state) {
+            std::snprintf(ident, sizeof ident, "%9.4f%% %12s", 100 * c.diff.frac_identical, "");
+            std::snprintf(ulp, sizeof ulp, "%16s", "-");
+            std::snprintf(rel, sizeof rel, "%9.3g (%9.3g)", c.diff.rel_l2, l.max_rel_l2);
+        } else {
+            std::snprintf(ident, sizeof ident, "%9.4f%% (%8.4f%%)", 100 * c.diff.frac_identical, 100 * l.min_frac_identical);
+            std::snprintf(ulp, sizeof ulp, "%6.2f (%6.2f)", c.diff.max_row_ulp, l.max_row_ulp);
+            std::snprintf(rel, sizeof rel, "%9.3g %11s", c.diff.rel_l2, "");
+        }
+        std::snprintf(line, sizeof line, "  %-10s %-7s %s %s %s%s%s\n", c.name.c_str(), c.inside ? "inside" : "OUTSIDE", ident,
+                      ulp, rel, c.inside ? "" : "  : ", c.why.c_str());
         s += line;
     }
     return s;
@@ -218,7 +241,7 @@ std::string format_envelope_checks(const std::vector<EnvelopeCheck>& checks, con
 using nlohmann::json;
 
 static json diff_json(const TensorDiff& d) {
-    return {{"frac_identical", d.frac_identical}, {"max_row_ulp", d.max_row_ulp}, {"rel_l2", d.rel_l2},
+    return {{"numel", d.numel}, {"frac_identical", d.frac_identical}, {"max_row_ulp", d.max_row_ulp}, {"rel_l2", d.rel_l2},
             {"max_abs", d.max_abs}, {"cosine", d.cosine}, {"max_ulp", d.max_ulp}};
 }
 
@@ -231,7 +254,8 @@ std::string envelope_text(const Envelope& env) {
     j["fixture_digest"] = env.fixture_digest;
     j["config"] = env.config;
     j["orders"] = env.orders;
-    j["margins"] = {{"rel", env.rel_margin}, {"identical", env.identical_margin}, {"row_ulp", env.row_ulp_margin}};
+    j["margins"] = {{"rel", env.rel_margin}, {"identical", env.identical_margin}, {"identical_slack", env.identical_slack},
+                    {"row_ulp", env.row_ulp_margin}};
     json outs = json::object();
     for (const auto& b : env.outputs) {
         json o;
@@ -272,6 +296,7 @@ static TensorDiff diff_from_json(const json& d, const std::string& name) {
     t.max_abs = d.at("max_abs").get<double>();
     t.cosine = d.at("cosine").get<double>();
     t.max_ulp = d.at("max_ulp").get<int64_t>();
+    if (d.contains("numel")) t.numel = d.at("numel").get<int64_t>();
     return t;
 }
 
@@ -288,6 +313,7 @@ Envelope parse_envelope(const std::string& text, const std::string& what) {
         env.rel_margin = j.at("margins").at("rel").get<double>();
         env.identical_margin = j.at("margins").at("identical").get<double>();
         env.row_ulp_margin = j.at("margins").at("row_ulp").get<double>();
+        if (j.at("margins").contains("identical_slack")) env.identical_slack = j.at("margins").at("identical_slack").get<int64_t>();
         for (const char* name : kEnvelopeOutputs) {
             const json& o = j.at("outputs").at(name);
             EnvelopeBound b;
@@ -297,6 +323,8 @@ Envelope parse_envelope(const std::string& text, const std::string& what) {
             b.max_rel_l2 = o.at("max_rel_l2").get<double>();
             b.max_abs = o.at("max_abs").get<double>();
             for (const json& d : o.at("per_order")) b.per_order.push_back(diff_from_json(d, name));
+            b.max_frac_identical = b.min_frac_identical;  // the spread, from the orders' own distances
+            for (const TensorDiff& d : b.per_order) b.max_frac_identical = std::max(b.max_frac_identical, d.frac_identical);
             env.outputs.push_back(b);
         }
         if (j.contains("plan_order")) {

@@ -21,6 +21,7 @@ struct EnvelopeBound {
     // bounds = worst over the orders, widened by the margins below
     double max_row_ulp = 0;         // bf16 outputs only (0 for ssm_state)
     double min_frac_identical = 1;  // fraction equal to the oracle's value
+    double max_frac_identical = 1;  // the best order's: max − min is the orders' spread (0 when unknown)
     double max_rel_l2 = 0;
     double max_abs = 0;
 };
@@ -30,11 +31,12 @@ struct Envelope {
     std::string fixture_digest;  // inputs_digest of the fixture it was measured on
     std::string config;          // "D=.. H=.. K=.. V=.. F=.. N=.. R=.. L=.. nb=.."
     std::vector<std::string> orders;
-    // Margins (documented): a finite sample of orders underestimates the spread, so the bounds are
-    // the sample's worst widened by these.
-    double rel_margin = 0.5;          // max_rel_l2 and max_abs × (1 + rel_margin)
-    double identical_margin = 0.002;  // min_frac_identical − identical_margin (absolute)
-    double row_ulp_margin = 0.5;      // max_row_ulp + row_ulp_margin (bf16 ulps at row scale)
+    // Margins (documented; envelope_limits applies them): a finite sample of orders underestimates
+    // the spread, so the bounds are the sample's worst widened by these.
+    double rel_margin = 0.5;          // ssm_state: max_rel_l2 and max_abs × (1 + rel_margin)
+    double identical_margin = 0.002;  // min_frac_identical − the most of this, the orders' spread and
+    int64_t identical_slack = 4;      //   this many elements of the output (absolute fractions)
+    double row_ulp_margin = 0.5;      // max_row_ulp + row_ulp_margin, at least 1 (bf16 ulps at row scale)
     std::vector<EnvelopeBound> outputs;
     // Optional: the distance of the reference in a plan's order (its ReductionOrder::str()) from the
     // oracle, recorded with the envelope. A candidate bit-identical to that reference has exactly
@@ -84,6 +86,18 @@ std::string file_digest(const TensorFile& f);  // FNV-1a 64 over every tensor's 
 // Runs the f64 oracle once and the f32 reference once per order (OpenMP over orders). The oracle's
 // outputs go to *oracle_out when given, for checking a candidate without running it again.
 Envelope build_envelope(const StepInputs& in, const std::vector<std::string>& orders, TensorFile* oracle_out = nullptr);
+
+// The bounds an output of `numel` elements is held to. bf16 outputs: the identical fraction and the
+// row-scale ulps (a difference of bf16 tensors is a count of roundings moved and how far each
+// moved; its rel-L2 and max abs follow from those and are the noisier numbers: on a small step one
+// flip moves them by a lot). ssm_state (f32, every written element differs): rel-L2 and max abs.
+struct EnvelopeLimits {
+    bool state = false;              // ssm_state: the norms are judged, else identical and row ulp
+    double min_frac_identical = 0;   // bf16
+    double max_row_ulp = 0;          // bf16
+    double max_rel_l2 = 0, max_abs = 0;  // ssm_state (reported for the others)
+};
+EnvelopeLimits envelope_limits(const Envelope& env, const EnvelopeBound& b, int64_t numel);
 
 struct EnvelopeCheck {
     std::string name;

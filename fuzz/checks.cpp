@@ -9,6 +9,7 @@ std::vector<std::string> case_checks(const props::Target& target, long index, in
     std::vector<std::string> names;
     if (!target.is_reference) names.push_back("reference-stages");
     names.push_back("oracle");
+    names.push_back("envelope");
     std::vector<std::string> rerun;
     for (const auto& p : props::all_properties()) (p.reruns ? rerun : names).push_back(p.name);
     const long n = long(rerun.size());
@@ -21,15 +22,15 @@ std::vector<std::string> case_checks(const props::Target& target, long index, in
 }
 
 std::vector<std::string> all_check_names() {
-    std::vector<std::string> names = {"target-run", "reference-stages", "oracle"};
+    std::vector<std::string> names = {"target-run"};
+    for (const char* const* n = props::agreement_check_names(); *n; ++n) names.push_back(*n);
     for (const auto& p : props::all_properties()) names.push_back(p.name);
     return names;
 }
 
 props::Verdict run_check(const std::string& name, const props::Target& target, const StepInputs& in,
                          const StepOutputs<float>& out, uint64_t seed) {
-    if (name == "reference-stages") return props::check_reference_stages(in, out);
-    if (name == "oracle") return props::check_oracle(in, out);
+    if (const std::optional<props::Verdict> v = props::run_agreement(name, target, in, out)) return *v;
     return props::run_property(props::find_property(name), target, in, out, seed);
 }
 

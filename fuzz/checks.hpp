@@ -8,7 +8,8 @@
 namespace monokda::fuzz {
 
 // The checks of case `index`: "reference-stages" (teacher-forced, unless the target is the reference
-// itself), "oracle" (the stages in f64), the properties that need no extra run, and `per_case`
+// itself), "oracle" (the stages in f64), "envelope" (free-running, inside the envelope measured on
+// the case; properties/agreement.hpp), the properties that need no extra run, and `per_case`
 // of the others in turn (case i takes the next per_case of them, round robin; 0: all of them).
 std::vector<std::string> case_checks(const props::Target& target, long index, int per_case);
 std::vector<std::string> all_check_names();

@@ -8,6 +8,7 @@
 #include "core/bf16.hpp"
 #include "properties/properties.hpp"
 #include "properties/target.hpp"
+#include "verify/same.hpp"
 
 namespace monokda::props::detail {
 
@@ -117,8 +118,7 @@ void ssm_slot_match(Findings& f, const std::string& where, const Config& c, cons
 // Every tensor of a against b, bit for bit (same shape).
 void outputs_identical(Findings& f, const Config& c, const StepOutputs<float>& a, const StepOutputs<float>& b);
 
-// The bits step F gives a row of o that is +0 throughout: ((+0 · r) · w) · sigmoid(g2) keeps w's sign.
-inline uint16_t zero_core_bits(bf16 o_norm_w) { return o_norm_w.bits & 0x8000u; }
+using verify::zero_core_bits;  // the bits step F gives a row of o that is +0 throughout
 
 // o and core_out rows of request r are those of a request without an initial state (SPEC §3 E).
 void null_outputs(Findings& f, const StepInputs& in, const StepOutputs<float>& out, int r);

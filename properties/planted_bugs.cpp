@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 
 #include "core/error.hpp"
 #include "properties/transforms.hpp"
 #include "reference/reference.hpp"
+#include "verify/same.hpp"
 
 namespace monokda::props {
 
@@ -28,6 +30,13 @@ const std::vector<PlantedBug>& planted_bugs() {
         {"prefix-not-source", "AttnRes mixes bank row nb in place of P'", "attnres-identical"},
         {"beta-from-pad", "beta_raw read from the last H rows of proj (the pad) instead of 4E+F", "pad-rows"},
         {"nondeterministic", "every second run flips the last bit of core_out[0]", "determinism"},
+        {"conv-acc-rounded", "bf16 of the conv accumulator before SiLU (a second rounding), every later stage "
+                             "computed from it: self-consistent, within an ulp, qkv about 75 % identical",
+         "reference-stages"},
+        {"in-proj-tensor-core-like", "in_proj as a tensor-core GEMM gives it: 0.3 % of proj's roundings (those "
+                                     "nearest a tie) go the other way, 99.7 % identical, every later stage computed "
+                                     "from it (passes with --in-proj tensor-cores)",
+         "reference-stages"},
     };
     return table;
 }
@@ -36,6 +45,30 @@ namespace {
 
 using Out = StepOutputs<float>;
 const ReductionOrder kOrd;
+
+// Step D's output with the accumulator rounded to bf16 before SiLU, as SPEC §3 D writes it otherwise.
+std::vector<bf16> conv_output_rounded_twice(const StepInputs& in, const std::vector<bf16>& proj) {
+    const Config& c = in.cfg;
+    std::vector<bf16> qkv(size_t(c.S()) * c.C);
+    std::vector<float> seq(size_t(c.W - 1 + c.L));
+    for (int r = 0; r < c.R; ++r) {
+        const int32_t slot = in.idx(r, 0);
+        const int a = in.num_accepted[size_t(r)];
+        for (int ch = 0; ch < c.C; ++ch) {
+            for (int j = 0; j < c.W - 1; ++j)
+                seq[size_t(j)] = slot > 0 ? in.conv_state[size_t(in.conv_at(slot, a - 1 + j, ch))].to_float() : 0.0f;
+            for (int t = 0; t < c.L; ++t) seq[size_t(c.W - 1 + t)] = proj[size_t(r * c.L + t) * c.N + ch].to_float();
+            const float* w = &in.conv_w[size_t(ch) * c.W];
+            for (int t = 0; t < c.L; ++t) {
+                float acc = seq[size_t(t)] * w[0];
+                for (int j = 1; j < c.W; ++j) acc = acc + seq[size_t(t + j)] * w[j];
+                const float once = bf16::round(acc).to_float();  // the misplaced rounding
+                qkv[size_t(r * c.L + t) * c.C + ch] = bf16::round(once / (1.0f + std::exp(-once)));
+            }
+        }
+    }
+    return qkv;
+}
 
 // The reference pipeline with one stage's inputs or outputs bent: each bug edits only what it needs.
 Out run_with(const StepInputs& in, const std::string& bug) {
@@ -58,7 +91,8 @@ Out run_with(const StepInputs& in, const std::string& bug) {
             ref::attnres<float>(in, kOrd, out.prefix_out, out.blocks, out.x);
         }
     }
-    out.proj = ref::in_proj<float>(in, kOrd, out.x);
+    out.proj = bug == "in-proj-tensor-core-like" ? verify::tensor_core_like_proj(in, out.x, 0.003)
+                                                 : ref::in_proj<float>(in, kOrd, out.x);
     out.g1 = ref::f_b<float>(in, kOrd, out.proj);
 
     if (bug == "conv-neighbour") {
@@ -83,6 +117,9 @@ Out run_with(const StepInputs& in, const std::string& bug) {
         std::vector<bf16> unused;
         ref::short_conv<float>(v, out.proj, out.qkv, unused);
         ref::short_conv<float>(in, out.proj, unused, out.conv_state);
+    } else if (bug == "conv-acc-rounded") {
+        ref::short_conv<float>(in, out.proj, out.qkv, out.conv_state);
+        out.qkv = conv_output_rounded_twice(in, out.proj);
     } else {
         ref::short_conv<float>(in, out.proj, out.qkv, out.conv_state);
     }

@@ -12,7 +12,7 @@ namespace monokda::props {
 struct PlantedBug {
     const char* name;
     const char* what;       // the bug, in one line
-    const char* caught_by;  // the property written to catch it
+    const char* caught_by;  // the property, or the agreement check (properties/agreement.hpp), written to catch it
 };
 
 const std::vector<PlantedBug>& planted_bugs();

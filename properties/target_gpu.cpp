@@ -17,6 +17,7 @@ std::string gpu_unavailable() {
 Target gpu_target() {
     Target t;
     t.name = "gpu";
+    t.tensor_core_in_proj = !gpu::RunOptions{}.exact_in_proj;  // the kernel's in_proj on the matrix unit
     // The kernel's sums follow its plan, whose splits depend on the model dims only, so a row's
     // arithmetic does not depend on S, R or L: the shape-changing properties stay bit-exact.
     t.run = [](const StepInputs& in) {
