@@ -141,15 +141,11 @@ std::string signal_name(int sig) {
     return "signal " + std::to_string(sig) + (d ? std::string(" (") + d + ")" : "");
 }
 
+// the project's one tensor check (core/step.hpp), naming a missing tensor as the output's
 template <class T>
 std::vector<T> take(const TensorFile& f, const std::string& name, DType dt, const std::vector<int64_t>& shape) {
     if (!f.has(name)) bad_input("the output has no tensor '" + name + "'");
-    const Tensor& t = f.get(name);
-    if (t.dtype != dt)
-        bad_input("output tensor '" + name + "' has dtype " + to_string(t.dtype) + ", expected " + to_string(dt));
-    if (t.shape != shape)
-        bad_input("output tensor '" + name + "' has shape " + t.shape_str() + ", expected " + shape_str(shape));
-    return t.as<T>();
+    return take_tensor<T>(f, name, dt, shape);
 }
 
 }  // namespace
