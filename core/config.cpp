@@ -11,19 +11,24 @@
 
 namespace monokda {
 
-Config Config::preset(const std::string& name) {
+Config Config::of(const ModelShape& m) {
     Config c;
-    if (name == "k3") {
-        c.D = 7168; c.H = 12; c.K = 128; c.V = 128; c.F = 128; c.W = 4;
-    } else if (name == "small") {
-        c.D = 256; c.H = 2; c.K = 32; c.V = 32; c.F = 16; c.W = 4;
-    } else {
-        bad_input("unknown config preset '" + name + "' (known: k3, small)");
-    }
-    c.C = 3 * c.E();
-    c.N = padded_N(c.E(), c.F, c.H);
+    c.D = m.D, c.H = m.H, c.K = m.K, c.V = m.V, c.F = m.F, c.W = m.W;
+    c.C = m.C();
+    c.N = m.N();
+    c.eps = m.eps, c.l2_eps = m.l2_eps, c.lower_bound = m.lower_bound;
     c.slots = c.S() + 1;
     return c;
+}
+
+Config Config::preset(const std::string& name) {
+    if (name == "k3") return of(kProductionShape);
+    if (name == "small") return of(kSmallShape);
+    bad_input("unknown config preset '" + name + "' (known: k3, small)");
+}
+
+bool Config::has_shape(const ModelShape& m) const {
+    return D == m.D && H == m.H && K == m.K && V == m.V && F == m.F && N == m.N() && C == m.C() && W == m.W;
 }
 
 void Config::validate() const {

@@ -5,14 +5,17 @@
 #include <string>
 #include <vector>
 
+#include "core/shape.hpp"
+
 namespace monokda {
 
 enum class ConvLayout { sd, ds };  // sd: [slots, W-2+L, C] (dim contiguous); ds: [slots, C, W-2+L]
 
 struct Config {
-    // model (one TP rank)
-    int D = 7168, H = 12, K = 128, V = 128, F = 128, N = 6288, C = 4608, W = 4;
-    double eps = 1e-5, l2_eps = 1e-6, lower_bound = -5.0;
+    // model (one TP rank): the production shape unless a preset or a fixture says otherwise
+    int D = kProductionShape.D, H = kProductionShape.H, K = kProductionShape.K, V = kProductionShape.V,
+        F = kProductionShape.F, N = kProductionShape.N(), C = kProductionShape.C(), W = kProductionShape.W;
+    double eps = kProductionShape.eps, l2_eps = kProductionShape.l2_eps, lower_bound = kProductionShape.lower_bound;
     // step
     int nb = 4, R = 2, L = 4;
     bool block_write = false;
@@ -30,13 +33,15 @@ struct Config {
     }
     int min_N() const { return 4 * E() + F + H; }
     // in_proj's rows as stored: q|k|v|g|f_a|beta, zero-padded to a multiple of 16 (SPEC §1)
-    static int padded_N(int E, int F, int H) { return (4 * E + F + H + 15) / 16 * 16; }
+    static int padded_N(int E, int F, int H) { return padded_in_proj_rows(E, F, H); }
     // column offsets into proj (SPEC §3 B)
     int col_g2() const { return 3 * E(); }
     int col_fa() const { return 4 * E(); }
     int col_beta() const { return 4 * E() + F; }
 
-    static Config preset(const std::string& name);  // "k3" | "small"; BadInput otherwise
+    static Config preset(const std::string& name);  // "k3" (kProductionShape) | "small" (kSmallShape); BadInput otherwise
+    static Config of(const ModelShape& m);          // m's dims, the default step
+    bool has_shape(const ModelShape& m) const;      // every model dim (not eps) as m's
     void validate() const;                          // BadInput naming the inconsistent field
 
     std::map<std::string, std::string> to_metadata() const;

@@ -67,7 +67,7 @@ void apply_gemv_bands(PlanParams& p, GemvBands b) {
 }
 
 PlanParams PlanParams::defaults_for(const Config& cfg) {
-    if (cfg.D == 7168) return k3_for(cfg, preset("k3").blocks);
+    if (cfg.D == kProductionShape.D) return k3_for(cfg, preset("k3").blocks);
     PlanParams p = preset("small");
     if (cfg.D % p.slice_width == 0) p.blocks = std::max(p.blocks, cfg.D / p.slice_width + 8);
     return p;

@@ -42,7 +42,7 @@ struct PlanParams {
     // {24, 16, 16, 8}: 16 attn slices and 4 chunks a head, so a small config still exercises many
     // CTAs and every cross-CTA hand-off. BadInput otherwise.
     static PlanParams preset(const std::string& name);
-    // The preset whose model dims match cfg: k3_for(cfg, 132) for D = 7168, "small" otherwise.
+    // The preset whose model dims match cfg: k3_for(cfg, 132) for the production D, "small" otherwise.
     static PlanParams defaults_for(const Config& cfg);
     // On `blocks` CTAs (0: the preset's), for an AMD part (amd: CTAs in index order, since the
     // interleave rule is the H200's): k3_for(cfg, blocks) for D = 7168, so every choice that depends

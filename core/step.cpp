@@ -2,6 +2,7 @@
 
 #include <climits>
 #include <cstring>
+#include <stdexcept>
 #include <type_traits>
 
 #include <unordered_set>
@@ -10,8 +11,15 @@
 
 namespace monokda {
 
-const char* const kOutputNames[10] = {"prefix_out", "blocks", "conv_state", "ssm_state", "x",
-                                      "proj",       "g1",     "qkv",        "o",         "core_out"};
+const std::vector<std::string>& output_names() {
+    static const std::vector<std::string> names = [] {
+        std::vector<std::string> n;
+        for_each_output<float>(Config{}, [&](const char* name, DType, const std::vector<int64_t>&, auto) { n.push_back(name); });
+        if (n.size() != size_t(kOutputCount)) throw std::logic_error("kOutputCount is not for_each_output's count");
+        return n;
+    }();
+    return names;
+}
 
 namespace {
 
@@ -107,20 +115,11 @@ bool StepInputs::operator==(const StepInputs& o) const {
 
 template <class T>
 TensorFile StepOutputs<T>::to_file(const Config& c) const {
-    const int64_t S = c.S(), D = c.D, E = c.E();
     TensorFile f;
     f.metadata = c.to_metadata();
-    auto& t = f.tensors;
-    t["prefix_out"] = Tensor::of(DType::BF16, {S, D}, prefix_out);
-    t["blocks"] = Tensor::of(DType::BF16, {S, 8, D}, blocks);
-    t["core_out"] = Tensor::of(DType::BF16, {S, E}, core_out);
-    t["conv_state"] = Tensor::of(DType::BF16, c.conv_state_shape(), conv_state);
-    t["ssm_state"] = Tensor::of(sizeof(T) == 8 ? DType::F64 : DType::F32, {c.slots, c.H, c.V, c.K}, ssm_state);
-    t["x"] = Tensor::of(DType::BF16, {S, D}, x);
-    t["proj"] = Tensor::of(DType::BF16, {S, c.N}, proj);
-    t["g1"] = Tensor::of(DType::BF16, {S, E}, g1);
-    t["qkv"] = Tensor::of(DType::BF16, {S, c.C}, qkv);
-    t["o"] = Tensor::of(DType::BF16, {S, E}, o);
+    for_each_output<T>(c, [&](const char* name, DType dt, std::vector<int64_t> shape, auto member) {
+        f.tensors[name] = Tensor::of(dt, std::move(shape), this->*member);
+    });
     return f;
 }
 

@@ -97,7 +97,25 @@ struct StepOutputs {
     TensorFile to_file(const Config& cfg) const;
 };
 
-// Names of the outputs, in the order reports list them.
-extern const char* const kOutputNames[10];
+// The outputs and intermediates of a step (SPEC §2), the one list of them, in pipeline order (the
+// order in which a first difference is looked for): f(name, dtype, shape, member of StepOutputs<T>).
+template <class T, class F>
+void for_each_output(const Config& c, F&& f) {
+    using O = StepOutputs<T>;
+    const int64_t S = c.S(), D = c.D, E = c.E();
+    f("prefix_out", DType::BF16, std::vector<int64_t>{S, D}, &O::prefix_out);
+    f("blocks", DType::BF16, std::vector<int64_t>{S, 8, D}, &O::blocks);
+    f("x", DType::BF16, std::vector<int64_t>{S, D}, &O::x);
+    f("proj", DType::BF16, std::vector<int64_t>{S, c.N}, &O::proj);
+    f("g1", DType::BF16, std::vector<int64_t>{S, E}, &O::g1);
+    f("qkv", DType::BF16, std::vector<int64_t>{S, c.C}, &O::qkv);
+    f("conv_state", DType::BF16, c.conv_state_shape(), &O::conv_state);
+    f("o", DType::BF16, std::vector<int64_t>{S, E}, &O::o);
+    f("ssm_state", sizeof(T) == 8 ? DType::F64 : DType::F32, std::vector<int64_t>{c.slots, c.H, c.V, c.K}, &O::ssm_state);
+    f("core_out", DType::BF16, std::vector<int64_t>{S, E}, &O::core_out);
+}
+constexpr int kOutputCount = 10;
+// for_each_output's names, in its order.
+const std::vector<std::string>& output_names();
 
 }  // namespace monokda

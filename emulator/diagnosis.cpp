@@ -29,8 +29,9 @@ uint32_t next_epoch(uint32_t e) { return e == 0xffffffffu ? 1u : e + 1; }
 uint32_t prev_epoch(uint32_t e) { return e <= 1 ? 0xffffffffu : e - 1; }
 
 int output_index(const std::string& name) {
-    for (int i = 0; i < 10; ++i)
-        if (name == kOutputNames[i]) return i;
+    const auto& names = output_names();
+    for (size_t i = 0; i < names.size(); ++i)
+        if (name == names[i]) return int(i);
     return -1;
 }
 

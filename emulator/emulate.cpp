@@ -206,29 +206,26 @@ bool first_diff(const std::vector<T>& a, const std::vector<T>& b, size_t& at) {
     return false;
 }
 
-Mismatch compare_outputs(const StepOutputs<float>& e, const StepOutputs<float>& r) {
+// The first element that differs, in pipeline order (for_each_output): the first stage that differs
+// is the one to look at.
+Mismatch compare_outputs(const Config& c, const StepOutputs<float>& e, const StepOutputs<float>& r) {
     Mismatch m;
-    size_t at = 0;
-    // pipeline order: the first stage that differs is the one to look at
-    const std::pair<const char*, std::pair<const std::vector<bf16>*, const std::vector<bf16>*>> bf[] = {
-        {"prefix_out", {&e.prefix_out, &r.prefix_out}}, {"blocks", {&e.blocks, &r.blocks}}, {"x", {&e.x, &r.x}},
-        {"proj", {&e.proj, &r.proj}}, {"g1", {&e.g1, &r.g1}}, {"qkv", {&e.qkv, &r.qkv}},
-        {"conv_state", {&e.conv_state, &r.conv_state}}, {"o", {&e.o, &r.o}}};
-    for (const auto& [name, v] : bf)
-        if (first_diff(*v.first, *v.second, at)) return {name, at, true};
-    if (first_diff(e.ssm_state, r.ssm_state, at)) return {"ssm_state", at, true};
-    if (first_diff(e.core_out, r.core_out, at)) return {"core_out", at, true};
+    for_each_output<float>(c, [&](const char* name, DType, const std::vector<int64_t>&, auto member) {
+        size_t at = 0;
+        if (!m.found && first_diff(e.*member, r.*member, at)) m = {name, at, true};
+    });
     return m;
 }
 
+// "proj[row 3][col 17]" for a matrix, "ssm_state[4711]" otherwise.
 std::string describe_element(const Plan& plan, const std::string& t, size_t i) {
-    const Config& c = plan.config();
-    auto rc = [&](int w) { return "[row " + std::to_string(i / size_t(w)) + "][col " + std::to_string(i % size_t(w)) + "]"; };
-    if (t == "prefix_out" || t == "x") return t + rc(c.D);
-    if (t == "proj") return t + rc(c.N);
-    if (t == "g1" || t == "o" || t == "core_out") return t + rc(c.E());
-    if (t == "qkv") return t + rc(c.C);
-    return t + "[" + std::to_string(i) + "]";
+    std::string d = t + "[" + std::to_string(i) + "]";
+    for_each_output<float>(plan.config(), [&](const char* name, DType, const std::vector<int64_t>& shape, auto) {
+        if (t != name || shape.size() != 2) return;
+        const size_t w = size_t(shape[1]);
+        d = t + "[row " + std::to_string(i / w) + "][col " + std::to_string(i % w) + "]";
+    });
+    return d;
 }
 
 // The mailbox entry that carried an element to other CTAs, if any.
@@ -249,12 +246,12 @@ std::string value_str(const std::vector<T>& v, size_t i) {
     else return fmt("%.9g", double(v[i]));
 }
 
-std::string values(const StepOutputs<float>& o, const std::string& t, size_t i) {
-    if (t == "ssm_state") return value_str(o.ssm_state, i);
-    const std::vector<bf16>* v = t == "prefix_out" ? &o.prefix_out : t == "blocks" ? &o.blocks : t == "x" ? &o.x
-                                 : t == "proj" ? &o.proj : t == "g1" ? &o.g1 : t == "qkv" ? &o.qkv
-                                 : t == "conv_state" ? &o.conv_state : t == "o" ? &o.o : &o.core_out;
-    return value_str(*v, i);
+std::string values(const Config& c, const StepOutputs<float>& o, const std::string& t, size_t i) {
+    std::string v;
+    for_each_output<float>(c, [&](const char* name, DType, const std::vector<int64_t>&, auto member) {
+        if (t == name) v = value_str(o.*member, i);
+    });
+    return v;
 }
 
 }  // namespace
@@ -291,10 +288,11 @@ EmulateResult emulate(Prepared& prep, const EmulateOptions& o) {
     const Plan& plan = res.plan;
 
     // results: bit for bit against the reference in the plan's order
-    std::string results;
+    std::string results, pipeline;
+    for (const std::string& n : output_names()) pipeline += (pipeline.empty() ? "" : ", ") + n;
     if (res.verdict == Verdict::PASS) {
         for (int k = 0; k < res.run.steps_done && res.verdict == Verdict::PASS; ++k) {
-            Mismatch m = compare_outputs(res.run.outputs[size_t(k)], prep.refs[size_t(k)]);
+            Mismatch m = compare_outputs(cfg, res.run.outputs[size_t(k)], prep.refs[size_t(k)]);
             if (!m.found) continue;
             const Provenance& pv = res.run.provenance[size_t(k)][size_t(output_index(m.tensor))];
             std::string by = pv.cta.empty() || pv.cta[m.index] < 0
@@ -305,19 +303,19 @@ EmulateResult emulate(Prepared& prep, const EmulateOptions& o) {
             std::string car = carrier(plan, m.tensor, m.index);
             res.verdict = Verdict::WRONG_RESULT;
             res.run.detail = "step " + std::to_string(k) + ": " + describe_element(plan, m.tensor, m.index) + " = " +
-                             values(res.run.outputs[size_t(k)], m.tensor, m.index) + ", the reference in the plan's order gives " +
-                             values(prep.refs[size_t(k)], m.tensor, m.index) + "; " + by +
+                             values(cfg, res.run.outputs[size_t(k)], m.tensor, m.index) + ", the reference in the plan's order gives " +
+                             values(cfg, prep.refs[size_t(k)], m.tensor, m.index) + "; " + by +
                              (car.empty() ? "" : ", handed off through " + car) +
-                             " (first difference in pipeline order: prefix_out, blocks, x, proj, g1, qkv, conv_state, o, ssm_state, core_out)";
+                             " (first difference in pipeline order: " + pipeline + ")";
             if (!pv.cta.empty() && pv.cta[m.index] >= 0) res.run.named = {pv.cta[m.index]};
         }
         if (res.verdict == Verdict::PASS)
-            results = "results: all 10 outputs bit-identical to the reference in the plan's order, in every step\n";
+            results = "results: all " + std::to_string(kOutputCount) + " outputs bit-identical to the reference in the plan's order, in every step\n";
     }
     // envelope (step 0)
     std::string env;
     if (prep.envelope && res.run.steps_done > 0) {
-        const bool exact = !compare_outputs(res.run.outputs[0], prep.refs[0]).found;
+        const bool exact = !compare_outputs(cfg, res.run.outputs[0], prep.refs[0]).found;
         std::vector<EnvelopeCheck> checks;
         if (exact) {
             checks = prep.ref_checks;

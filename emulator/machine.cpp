@@ -331,7 +331,7 @@ void Machine::init_outputs() {
     out_.conv_state = in.conv_state;
     out_.ssm_state = in.ssm_state;
     out_.o.assign(S * size_t(cfg_.E()), bf16{});
-    prov_.assign(10, {});
+    prov_.assign(kOutputCount, {});
     auto sz = [&](const char* n, size_t count) {
         Provenance& p = prov_[size_t(output_index(n))];
         p.cta.assign(count, -1);

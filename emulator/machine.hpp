@@ -80,13 +80,13 @@ struct MachineResult {
     std::vector<Event> history;
     std::vector<Span> spans;
     std::vector<StepOutputs<float>> outputs;  // per completed step
-    std::vector<std::vector<Provenance>> provenance;  // per step, per kOutputNames order... see output_index()
+    std::vector<std::vector<Provenance>> provenance;  // per step, in output_names() order (output_index)
     std::vector<uint32_t> epochs;                     // the launcher's epoch of each step started
     int64_t ticks = 0, sched_steps = 0;
     int steps_done = 0;
 };
 
-// Index of an output name in provenance (same order as kOutputNames).
+// Index of an output name in provenance (output_names() order; -1: none).
 int output_index(const std::string& name);
 
 // What differs between the launches of a run: launch k reads `base` with its prefix, delta and bank

@@ -7,13 +7,16 @@
 #include "kernels/vendor/gpu.hpp"  // first: core/bf16.hpp uses the vendor's __forceinline__
 #include "core/bf16.hpp"
 #include "core/plan.hpp"  // PlanParams::kChunkRows
+#include "core/shape.hpp"
 
 namespace monokda::gpu {
 
-// SPEC §1, preset k3, with the plan's k3 parameters (core/plan.hpp PlanParams::preset("k3")).
-// The launcher refuses a config or plan that differs.
+// SPEC §1's production shape (core/shape.hpp), with the plan's k3 parameters (core/plan.hpp
+// PlanParams::preset("k3")). The launcher refuses a config or plan that differs.
 namespace k3 {
-constexpr int D = 7168, H = 12, K = 128, V = 128, E = H * K, F = 128, N = 6288, C = 3 * E, W = 4;
+constexpr int D = kProductionShape.D, H = kProductionShape.H, K = kProductionShape.K, V = kProductionShape.V,
+              E = kProductionShape.E(), F = kProductionShape.F, N = kProductionShape.N(), C = kProductionShape.C(),
+              W = kProductionShape.W;
 constexpr int kSlice = 128;              // columns of D per attn CTA
 constexpr int kAttn = D / kSlice;        // 56 attn slices (one or two CTAs each: KdaArgs::attn_parts)
 constexpr int kGroupRows = 16;           // in_proj rows per gemv group

@@ -85,9 +85,10 @@ void check_supported(const Config& c) {
     auto need = [](bool ok, const std::string& what) {
         if (!ok) bad_input("kda_pre kernel: " + what);
     };
-    need(c.D == 7168 && c.H == 12 && c.K == 128 && c.V == 128 && c.F == 128 && c.N == 6288 && c.C == 4608 && c.W == 4,
-         "only the production shape (SPEC §1, preset k3: D 7168, H 12, K = V 128, F 128, N 6288, C 4608, W 4) is "
-         "built; got D " + s(c.D) + ", H " + s(c.H) + ", K " + s(c.K) + ", V " + s(c.V) + ", F " + s(c.F) + ", N " +
+    constexpr ModelShape m = kProductionShape;
+    need(c.has_shape(m),
+         "only the production shape (SPEC §1, preset k3: D " + s(m.D) + ", H " + s(m.H) + ", K = V " + s(m.K) + ", F " +
+         s(m.F) + ", N " + s(m.N()) + ", C " + s(m.C()) + ", W " + s(m.W) + ") is built; got D " + s(c.D) + ", H " + s(c.H) + ", K " + s(c.K) + ", V " + s(c.V) + ", F " + s(c.F) + ", N " +
              s(c.N) + ", C " + s(c.C) + ", W " + s(c.W));
     need(c.L >= 1 && c.L <= 8, "L = " + s(c.L) + " is outside 1..8");
     need(c.R >= 1 && c.R <= 64, "R = " + s(c.R) + " is outside 1..64");

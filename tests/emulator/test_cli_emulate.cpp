@@ -80,7 +80,7 @@ TEST_CASE("outputs, envelope and timeline files; a fixture file as input") {
     Plan plan = Plan::build(in.cfg, PlanParams::defaults_for(in.cfg));
     TensorFile mine = read_safetensors(dir / "out.safetensors");
     TensorFile expect = ref::run<float>(in, plan.reduction_order()).to_file(in.cfg);
-    for (const char* name : kOutputNames) {
+    for (const std::string& name : output_names()) {
         INFO(name);
         REQUIRE(mine.has(name));
         CHECK(mine.get(name).bytes == expect.get(name).bytes);
