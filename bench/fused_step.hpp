@@ -8,6 +8,7 @@
 #include "bench/step_ptrs.hpp"
 #include "core/config.hpp"
 #include "core/plan.hpp"
+#include "core/plan_options.hpp"
 
 namespace monokda::bench {
 

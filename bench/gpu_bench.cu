@@ -19,6 +19,7 @@
 #include "core/error.hpp"
 #include "core/fixture_gen.hpp"
 #include "reference/reference.hpp"
+#include "core/plan_policy.hpp"
 
 namespace monokda::bench {
 
@@ -143,7 +144,7 @@ Bandwidth measure_bandwidth(cudaStream_t st, int sms) {
 }  // namespace
 
 // S = 1 … 64 in several R×L splits, and 24 rows twice: from 16 rows the plan spreads the in_proj
-// bands over every CTA and splits the attn slices (core/plan.hpp PlanParams::k3_for)
+// bands over every CTA and splits the attn slices (core/plan.hpp PlanPolicy::k3_for)
 std::vector<std::pair<int, int>> default_sweep() {
     return {{1, 1},  {1, 2},  {2, 1}, {1, 4},  {2, 2}, {4, 1},  {1, 8},  {2, 4},  {8, 1},  {2, 8},
             {4, 4},  {16, 1}, {3, 8}, {24, 1}, {4, 8}, {8, 4},  {32, 1}, {8, 8},  {16, 4}, {64, 1}};

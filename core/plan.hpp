@@ -10,7 +10,7 @@
 
 #include "core/bf16.hpp"  // MONOKDA_HD
 #include "core/config.hpp"
-#include "reference/reduction_order.hpp"
+#include "core/reduction_order.hpp"
 
 namespace monokda {
 
@@ -38,72 +38,9 @@ struct PlanParams {
     bool interleave_ctas = false;
     int interleave_width = 1;
 
-    // "k3": {132, 128, 16, 128} (one kda task a head; k3_for picks the rows for a step). "small":
-    // {24, 16, 16, 8}: 16 attn slices and 4 chunks a head, so a small config still exercises many
-    // CTAs and every cross-CTA hand-off. BadInput otherwise.
-    static PlanParams preset(const std::string& name);
-    // The preset whose model dims match cfg: k3_for(cfg, 132) for the production D, "small" otherwise.
-    static PlanParams defaults_for(const Config& cfg);
-    // On `blocks` CTAs (0: the preset's), for an AMD part (amd: CTAs in index order, since the
-    // interleave rule is the H200's): k3_for(cfg, blocks) for D = 7168, so every choice that depends
-    // on the CTA count (the kda task rows, the placement) is made for that count.
-    static PlanParams defaults_for(const Config& cfg, int blocks, bool amd);
-    // k3's kda tasks: chunks of kChunkRows state rows (a quarter of a head: 4 tasks a head, which
-    // hand each other q/k and their shares of g1 through QK and Σō² partials through ONRM) while
-    // every such task has a CTA of its own (R·H·4 <= blocks: R <= 2 on 132 CTAs), whatever the
-    // tokens, or while they fit two a CTA (R <= 5) and the step has at least kChunkMinLTwoACta
-    // tokens (a CTA's two tasks run side by side in its two kda teams, each with half the threads,
-    // so a chunk's recurrence takes twice the row batches: it pays off only over more tokens).
-    // Otherwise one task a whole head, which hands nothing between CTAs and writes a head's states
-    // from one CTA. SPEC §4's 16-row chunks (8 a head, 96 tasks at R = 1, so 40 of them on gemv CTAs
-    // that start them only after their in_proj pass) measured 3–8 µs slower at R = 1;
-    // docs/kernel.md, "kda tasks".
-    static constexpr int kChunkRows = 32, kChunkMinLTwoACta = 4;
-    static int k3_chunk_rows(const Config& cfg, int blocks);
-    // The k3 preset on `blocks` CTAs with k3_chunk_rows for cfg (the emulator's default and the GPU
-    // launcher's plan, kernels/kda_validate.cpp device_plan).
-    static PlanParams k3_for(const Config& cfg, int blocks);
-    // k3's in_proj bands: over every CTA from kSpreadGemvMinS rows on (the pass there is bound by
-    // each CTA's products, and half the groups a CTA halves them), over the CTAs past the slices
-    // below (where the attn CTAs' kda tasks, free of gemv work, overlap the pass with their loads).
-    // Measured both ways on the H200 (docs/kernel.md, "gemv bands"): every CTA wins from 17 rows on
-    // (18–28 rows: 2–6 µs, 9 shapes); at 16, with two attn parts and since x goes through the copy
-    // engine, in two calls too (4×4 −1.2 / −1.4, 16×1 −1.5 / −2.0, 8×2 −0.9, 2×8 +0.4 / +0.1), and
-    // it loses at 12 rows and fewer (+2…+8).
-    static constexpr int kSpreadGemvMinS = 16;
-    // k3's attn role from the same rows on: two row halves a slice (attn_row_parts 2) on 112 CTAs,
-    // where every CTA takes in_proj bands after its attn instructions anyway.
-    static constexpr int kSplitAttnRowParts = 2;
-    // k3's placement (interleave_ctas, interleave_width). Up to 15 rows (SPEC §4's bands past the 56
-    // attn CTAs, 56 pairs): always, TPC pairs alternating (w = 2). In index order the bands of the
-    // GPCs holding 16 of them took 28 µs for the pass at 1×1 and those holding 8 took 21 (why a full
-    // GPC slows the kernel's copies is not known: a probe's plain loads barely feel it); alternating
-    // TPC pairs, all took ~22, and the step
-    // 0.2–4.7 µs less on 12 shapes of 1–12 rows (docs/performance.md, "CTA placement by GPC"). From 16 rows
-    // (bands over every CTA, 112 attn CTAs, 20 pairs, w = 1): with kPairedMinTasks..kPairedMaxTasks
-    // kda tasks, where 9 of 12 shapes measured in the plan gained 0.1–4.8 µs and 3 lost up to 1.0
-    // (mean −1.8); fewer tasks (72–84) measured up to 1.3 µs slower, more within ±0.6 and 64×1 (768)
-    // ~3 µs slower: index order there.
-    static constexpr int kPairedMinTasks = 96, kPairedMaxTasks = 144;
-    static bool k3_interleave(const Config& cfg, const PlanParams& p);
-    static int k3_interleave_width(const PlanParams& p) { return p.gemv_every_cta ? 1 : 2; }
     // BadInput naming the field ("plan: blocks ...") when the plan cannot be built for cfg.
     void validate(const Config& cfg) const;
 };
-
-// Who runs in_proj's bands, as the emulator's and the benchmark's --gemv-bands name it: the plan's
-// choice for the step (auto: k3_for / defaults_for), SPEC §4's CTAs past the slices (spec), or every
-// CTA (every).
-enum class GemvBands { by_plan, spec, every };
-GemvBands parse_gemv_bands(const std::string& s);  // "auto" | "spec" | "every"; BadInput otherwise
-// Where the lists go in the launch, as `monokda gpu` and `monokda bench` --placement name it: the
-// plan's rule for the step (auto: PlanParams::k3_interleave), list b on launch CTA b (index), or
-// paired (interleave_ctas) whatever the rule says.
-enum class Placement { by_plan, index, paired };
-Placement parse_placement(const std::string& s);  // "auto" | "index" | "paired"; BadInput otherwise
-// interleave_ctas for p as it stands (the bands and parts already chosen): k3's rule, or as told
-void apply_placement(PlanParams& p, const Config& cfg, Placement placement);
-void apply_gemv_bands(PlanParams& p, GemvBands b);  // gemv_every_cta, unless by_plan (spec: one attn CTA a slice too)
 
 // Rows of attn part p when S rows are split over `parts` CTAs a slice: [begin(p), begin(p + 1)),
 // balanced (the plan, the emulator and the kernel all split with this).

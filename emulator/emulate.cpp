@@ -86,7 +86,7 @@ static void extend(Prepared& p, int steps) {
 }
 
 Plan builtin_plan(const Config& cfg, int blocks, GemvBands bands, bool amd) {
-    PlanParams pp = PlanParams::defaults_for(cfg, blocks, amd);
+    PlanParams pp = PlanPolicy::defaults_for(cfg, blocks, amd);
     apply_gemv_bands(pp, bands);
     Plan p = Plan::build(cfg, pp);
     PlanTarget t = p.target();

@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "core/plan.hpp"
+#include "core/plan_policy.hpp"
+#include "core/plan_options.hpp"
 #include "core/step.hpp"
 #include "emulator/envelope.hpp"
 #include "emulator/faults.hpp"

@@ -28,8 +28,6 @@ long long number(const std::string& field, const std::string& v, long long lo, l
 // fields that describe the built-in plan (a token of a plan file has none)
 bool plan_knob(const std::string& name) { return name == "blocks" || name == "gemv-bands"; }
 
-const char* bands_name(GemvBands b) { return b == GemvBands::every ? "every" : b == GemvBands::spec ? "spec" : "auto"; }
-
 // A field: its name (the `monokda emulate` option), how a run's options give its value, how a value
 // sets them. `builtin`: a field of the built-in fixture (absent when the run reads a fixture file).
 struct Field {
@@ -55,7 +53,7 @@ const std::vector<Field>& fields() {
          [](O& o, S v) { o.fixture.seed = uint64_t(number("fixture-seed", v, 0, kMaxSeed)); }},
         {"blocks", false, [](const O& o) { return std::to_string(o.blocks); },
          [](O& o, S v) { o.blocks = int(number("blocks", v, 0, 65536)); }},
-        {"gemv-bands", false, [](const O& o) { return std::string(bands_name(o.gemv_bands)); },
+        {"gemv-bands", false, [](const O& o) { return std::string(to_string(o.gemv_bands)); },
          [](O& o, S v) { o.gemv_bands = parse_gemv_bands(v); }},
         {"kda-teams", false, [](const O& o) { return std::to_string(o.kda_teams); },
          [](O& o, S v) { o.kda_teams = int(number("kda-teams", v, 1, 8)); }},

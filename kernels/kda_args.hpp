@@ -6,13 +6,13 @@
 
 #include "kernels/vendor/gpu.hpp"  // first: core/bf16.hpp uses the vendor's __forceinline__
 #include "core/bf16.hpp"
-#include "core/plan.hpp"  // PlanParams::kChunkRows
+#include "core/plan_policy.hpp"  // PlanPolicy::kChunkRows
 #include "core/shape.hpp"
 
 namespace monokda::gpu {
 
-// SPEC §1's production shape (core/shape.hpp), with the plan's k3 parameters (core/plan.hpp
-// PlanParams::preset("k3")). The launcher refuses a config or plan that differs.
+// SPEC §1's production shape (core/shape.hpp), with the plan's k3 parameters (core/plan_policy.hpp
+// PlanPolicy::preset("k3")). The launcher refuses a config or plan that differs.
 namespace k3 {
 constexpr int D = kProductionShape.D, H = kProductionShape.H, K = kProductionShape.K, V = kProductionShape.V,
               E = kProductionShape.E(), F = kProductionShape.F, N = kProductionShape.N(), C = kProductionShape.C(),
@@ -21,9 +21,9 @@ constexpr int kSlice = 128;              // columns of D per attn CTA
 constexpr int kAttn = D / kSlice;        // 56 attn slices (one or two CTAs each: KdaArgs::attn_parts)
 constexpr int kGroupRows = 16;           // in_proj rows per gemv group
 constexpr int kGroups = N / kGroupRows;  // 393
-// state rows a kda task: a chunk of a head, or the whole head (PlanParams::k3_chunk_rows chooses by
+// state rows a kda task: a chunk of a head, or the whole head (PlanPolicy::k3_chunk_rows chooses by
 // the step's shape; docs/kernel.md, "kda tasks")
-constexpr int kChunkRowsQuarter = PlanParams::kChunkRows, kChunkRowsHead = V;
+constexpr int kChunkRowsQuarter = PlanPolicy::kChunkRows, kChunkRowsHead = V;
 static_assert(kChunkRowsQuarter * 4 == V, "the plan's chunks are a quarter of a head");
 constexpr int kMaxS = 64, kMaxL = 8, kMaxNb = 8;
 constexpr int kMaxAttnParts = 2;  // XRDY entries a slice the gemv pass reads (kda_gemv_batch.hpp)

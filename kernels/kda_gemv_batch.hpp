@@ -9,7 +9,7 @@
 // groups: 96 rows, or a narrow one, up to 3: 48 rows; 128-byte swizzle) issued by one thread, completing on the step's
 // mbarrier; up to 16 rows 3 wide steps or 7 narrow ones are in flight while one is used, above
 // 16 rows 3 narrow ones (2 wide) (BatchStage::count). The plan's bands are wide up to 15 rows and
-// narrow from 16 (PlanParams::kSpreadGemvMinS), where it deals them over every CTA and an attn
+// narrow from 16 (PlanPolicy::kSpreadGemvMinS), where it deals them over every CTA and an attn
 // CTA's pass starts after its ATTN_X (docs/kernel.md, "gemv bands"). Groups that are not contiguous
 // (a hand-edited plan) run as passes of their contiguous runs. x goes through the copy engine
 // too, 4 boxes of the step's S rows × 64 columns, up to 3 steps ahead (XBatch); through cp.async,
@@ -367,7 +367,7 @@ __device__ bool gemv_batch(const KdaArgs& a, Ctl& c, const WeightMap* map, GemvB
     bool ok;
     // One token tile: the two warps of a k-quarter take 3 groups each (with a narrow band the second
     // warp's are dropped). More: half the tiles each, all the band's groups; above 4 tiles only narrow
-    // bands (batch_capacity). The plan's bands: wide below PlanParams::kSpreadGemvMinS rows, narrow
+    // bands (batch_capacity). The plan's bands: wide below PlanPolicy::kSpreadGemvMinS rows, narrow
     // from there.
     static_assert(kTileWarps == 2 && kMaxTilesPerWarp == 4 && kBatchGroups == 2 * kBoxGroups, "the mappings below");
     constexpr int N3 = kBoxGroups, N6 = kBatchGroups;

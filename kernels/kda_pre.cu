@@ -205,7 +205,7 @@ __device__ __forceinline__ bool run_instructions(const KdaArgs& a, Ctl& c, const
         const Instr in = ins[i];
         if (is_kda(in.op)) {
             int next = end;
-            // the plan's task shape (PlanParams::k3_chunk_rows; the launcher admits these two)
+            // the plan's task shape (PlanPolicy::k3_chunk_rows; the launcher admits these two)
             const bool ok = h->kda_chunk_rows == k3::kChunkRowsQuarter
                                 ? run_kda<k3::kChunkRowsQuarter>(a, c, ins, i, end, cta_begin[blockIdx.x], smem, &next)
                                 : run_kda<k3::kChunkRowsHead>(a, c, ins, i, end, cta_begin[blockIdx.x], smem, &next);

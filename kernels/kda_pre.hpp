@@ -15,6 +15,7 @@
 
 #include "core/config.hpp"
 #include "core/plan.hpp"
+#include "core/plan_options.hpp"
 #include "core/safetensors.hpp"
 #include "core/step.hpp"
 

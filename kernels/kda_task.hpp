@@ -1,6 +1,6 @@
 // Role kda (SPEC §3 C–F): one task = request r, head h, chunk c of kChunkRows state rows (the plan's
 // kda_chunk_rows: a quarter of a head while every chunk task has a CTA of its own, else the whole
-// head; PlanParams::k3_chunk_rows), run as four instructions on one team. KDA_LOAD issues everything
+// head; PlanPolicy::k3_chunk_rows), run as four instructions on one team. KDA_LOAD issues everything
 // that needs no hand-off (indices, conv window; the head's f_b rows, conv taps and dt_bias unless
 // the team holds them already; the state rows, copied into the team's stage or fetched into L2);
 // KDA_CONV convolves the task's q and k share and its v rows (waits PROJ); KDA_REC does f_b + gate,

@@ -5,6 +5,7 @@
 
 #include "core/error.hpp"
 #include "kernels/kda_pre.hpp"
+#include "core/plan_policy.hpp"
 
 namespace monokda::gpu {
 
@@ -73,7 +74,7 @@ void need_outer(const char* name, const View& v, const std::vector<int64_t>& min
 }  // namespace
 
 Plan device_plan(const Config& cfg, GemvBands bands, int attn_parts, Placement placement) {
-    PlanParams p = PlanParams::k3_for(cfg, probe().sms);  // one CTA a multiprocessor
+    PlanParams p = PlanPolicy::k3_for(cfg, probe().sms);  // one CTA a multiprocessor
     apply_gemv_bands(p, bands);
     if (attn_parts > 0) p.attn_row_parts = std::min(attn_parts, cfg.S());  // a step of one row has one part
     apply_placement(p, cfg, placement);  // the rule again, on the bands and parts chosen above

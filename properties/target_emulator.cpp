@@ -3,6 +3,8 @@
 #include <algorithm>
 
 #include "core/plan.hpp"
+#include "core/plan_options.hpp"
+#include "core/plan_policy.hpp"
 #include "emulator/machine.hpp"
 
 namespace monokda::props {
@@ -11,7 +13,7 @@ Target emulator_target() {
     Target t;
     t.name = "emulator";
     t.run = [](const StepInputs& in) {
-        PlanParams pp = PlanParams::defaults_for(in.cfg);
+        PlanParams pp = PlanPolicy::defaults_for(in.cfg);
         // seeds 2, 3 mod 4: the in_proj bands over every CTA, as k3 deals them from 16 rows on
         if (in.cfg.seed % 4 >= 2) apply_gemv_bands(pp, GemvBands::every);
         // seeds 4..7 mod 8 with two rows or more: two attn CTAs a slice (as k3 has from 16 rows on),

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "core/step.hpp"
-#include "reference/reduction_order.hpp"
+#include "core/reduction_order.hpp"
 
 namespace monokda::ref {
 

@@ -57,7 +57,7 @@ TEST_CASE("the comparison can fail: the plan's order is not the sequential refer
     c.D = 1024;
     c.N = 288;
     StepInputs in = make_fixture(c);
-    Plan plan = Plan::build(in.cfg, PlanParams::defaults_for(in.cfg));
+    Plan plan = Plan::build(in.cfg, PlanPolicy::defaults_for(in.cfg));
     auto split = ref::run<float>(in, plan.reduction_order());
     auto seq = ref::run<float>(in, {});
     CHECK(first_different(split, seq) != "");
@@ -108,7 +108,7 @@ TEST_CASE("other CTA counts and fixture shapes") {
         FixtureOptions fo;
         fo.null_requests = k.nulls;
         StepInputs in = make_fixture(c, fo);
-        PlanParams pp = PlanParams::defaults_for(in.cfg);
+        PlanParams pp = PlanPolicy::defaults_for(in.cfg);
         if (k.blocks) pp.blocks = k.blocks;
         passes_bit_for_bit(Plan::build(in.cfg, pp), in, {3, 4}, k.what);
     }
@@ -129,7 +129,7 @@ TEST_CASE("attn row parts: a slice's rows over 2 or 3 CTAs give the same bits; t
                 FixtureOptions fo;
                 fo.null_requests = k.nulls;
                 StepInputs in = make_fixture(c, fo);
-                PlanParams pp = PlanParams::defaults_for(in.cfg);
+                PlanParams pp = PlanPolicy::defaults_for(in.cfg);
                 pp.blocks = 16 * parts + 8, pp.attn_row_parts = parts, pp.gemv_every_cta = every;
                 passes_bit_for_bit(Plan::build(in.cfg, pp), in, {5, 6},
                                    std::string(k.what) + ", " + std::to_string(parts) + " parts" + (every ? ", bands over every CTA" : ""));
@@ -137,7 +137,7 @@ TEST_CASE("attn row parts: a slice's rows over 2 or 3 CTAs give the same bits; t
     // the part of CTA 1 (slice 1, rows 0..3 of 8) stores its flag before its x: a gemv CTA reads
     // that part's x; and a gemv CTA that reads x before the flags reads a part not yet stored
     StepInputs in = make_fixture(Config::preset("small"));
-    PlanParams pp = PlanParams::defaults_for(in.cfg);
+    PlanParams pp = PlanPolicy::defaults_for(in.cfg);
     pp.blocks = 40, pp.attn_row_parts = 2;
     Plan plan = Plan::build(in.cfg, pp);
     for (Fault f : {Fault::flag_before_data, Fault::x_before_flag, Fault::missing_xrdy}) {

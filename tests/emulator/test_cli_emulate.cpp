@@ -77,7 +77,7 @@ TEST_CASE("outputs, envelope and timeline files; a fixture file as input") {
     REQUIRE(r.code == 0);
     CHECK(contains(r.out, " --replay v5,fixture=file,blocks=0,gemv-bands=auto,kda-teams=1,schedule=rr,seed=1,"));
     StepInputs in = StepInputs::from_file(read_safetensors(dir / "f.safetensors"));
-    Plan plan = Plan::build(in.cfg, PlanParams::defaults_for(in.cfg));
+    Plan plan = Plan::build(in.cfg, PlanPolicy::defaults_for(in.cfg));
     TensorFile mine = read_safetensors(dir / "out.safetensors");
     TensorFile expect = ref::run<float>(in, plan.reduction_order()).to_file(in.cfg);
     for (const std::string& name : output_names()) {

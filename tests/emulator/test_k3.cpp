@@ -109,7 +109,7 @@ TEST_CASE("k3 with one request: 32-row chunks, their QK (q, k, g1 shares) and ON
     o.fixture.R = 1, o.fixture.L = 2;
     o.envelope_orders = -1;  // the envelope is the default run's business; this checks the plan's shape
     Prepared p = prepare(o, 1);
-    REQUIRE(p.plan.n_chunks() == 4);  // PlanParams::k3_chunk_rows: 48 chunk tasks fit 132 CTAs
+    REQUIRE(p.plan.n_chunks() == 4);  // PlanPolicy::k3_chunk_rows: 48 chunk tasks fit 132 CTAs
     bool sibling_wait = false;
     for (int cta = 0; cta < p.plan.blocks(); ++cta)
         for (int i = 0; i < int(p.plan.instrs(cta).size()); ++i)
@@ -147,7 +147,7 @@ TEST_CASE("k3 at 32 rows: two attn CTAs a slice, the in_proj bands on every CTA,
     o.fixture.R = 8, o.fixture.L = 4;
     o.envelope_orders = -1;  // the envelope is the default run's business; this checks the plan's shape
     Prepared p = prepare(o, 1);
-    REQUIRE(p.plan.params().gemv_every_cta);  // PlanParams::k3_for from kSpreadGemvMinS rows
+    REQUIRE(p.plan.params().gemv_every_cta);  // PlanPolicy::k3_for from kSpreadGemvMinS rows
     REQUIRE(p.plan.attn_parts() == 2);        // rows 0..15 on CTAs 0..55, rows 16..31 on CTAs 56..111
     CHECK(p.plan.describe(p.plan.instrs(57)[0]) == "ATTN_PART(slice 1, rows 16..31)");
     REQUIRE(p.plan.gemv_cta(p.plan.n_groups() - 1) < p.plan.n_attn_ctas());  // the last bands sit on attn CTAs

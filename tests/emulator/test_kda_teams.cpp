@@ -65,7 +65,7 @@ TEST_CASE("kda_team_tasks_begin: the tail of two or more whole kda tasks, or -1"
 TEST_CASE("with_kda_teams(2) on k3 R=16 L=1: 60 CTAs with two tasks each lend their second to a team list") {
     Config cfg = Config::preset("k3");
     cfg.R = 16, cfg.L = 1;  // 192 tasks (one a head) over 132 CTAs
-    const Plan p = Plan::build(cfg, PlanParams::preset("k3"));
+    const Plan p = Plan::build(cfg, PlanPolicy::preset("k3"));
     const Plan q = p.with_kda_teams(2);
     CHECK(q.launch_blocks() == 132);
     CHECK(q.blocks() == 132 + 60);  // 192 tasks over 132 CTAs: CTAs 0..59 hold two

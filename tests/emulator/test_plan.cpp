@@ -8,6 +8,8 @@
 
 #include "core/error.hpp"
 #include "core/plan.hpp"
+#include "core/plan_options.hpp"
+#include "core/plan_policy.hpp"
 #include "emu_util.hpp"  // move_kda_task
 
 using namespace monokda;
@@ -59,7 +61,7 @@ void check_structure(const Plan& p) {
 }  // namespace
 
 TEST_CASE("k3 plan with SPEC §4's 16-row chunks: 56 attn + 66 gemv CTAs, 393 row groups, 192 kda tasks") {
-    PlanParams pp = PlanParams::preset("k3");
+    PlanParams pp = PlanPolicy::preset("k3");
     pp.kda_chunk_rows = 16;  // the chunked layout: siblings hand q/k and Σō² partials across CTAs
     Plan p = Plan::build(k3(), pp);
     CHECK(p.n_attn() == 56);
@@ -141,7 +143,7 @@ TEST_CASE("k3 plan with SPEC §4's 16-row chunks: 56 attn + 66 gemv CTAs, 393 ro
 }
 
 TEST_CASE("k3 preset: one kda task a head, nothing handed between a head's chunks") {
-    Plan p = Plan::build(k3(), PlanParams::preset("k3"));
+    Plan p = Plan::build(k3(), PlanPolicy::preset("k3"));
     CHECK(p.params().kda_chunk_rows == 128);
     CHECK(p.n_chunks() == 1);
     CHECK(p.qk_share() == 128);
@@ -170,7 +172,7 @@ TEST_CASE("k3 preset: one kda task a head, nothing handed between a head's chunk
 TEST_CASE("k3 plan above 16 rows: two attn CTAs a slice, in_proj bands of 3 over every CTA, the attn CTAs' after their ATTN_X") {
     Config c = k3();
     c.R = 8, c.L = 4, c.slots = c.S() + 1;
-    const PlanParams pp = PlanParams::k3_for(c, 132);
+    const PlanParams pp = PlanPolicy::k3_for(c, 132);
     REQUIRE(pp.gemv_every_cta);
     Plan p = Plan::build(c, pp);
     CHECK(p.n_attn() == 56);
@@ -224,7 +226,7 @@ TEST_CASE("k3's in_proj bands follow the step: past the slices up to 15 rows, ov
     Config c = k3();
     auto every = [&](int R, int L) {
         c.R = R, c.L = L;
-        return PlanParams::k3_for(c, 132).gemv_every_cta;
+        return PlanPolicy::k3_for(c, 132).gemv_every_cta;
     };
     CHECK(!every(1, 1));
     CHECK(!every(2, 4));
@@ -241,17 +243,17 @@ TEST_CASE("k3's in_proj bands follow the step: past the slices up to 15 rows, ov
     CHECK(every(4, 8));
     CHECK(every(64, 1));
     c.R = 2, c.L = 4;
-    CHECK(!PlanParams::defaults_for(c).gemv_every_cta);
+    CHECK(!PlanPolicy::defaults_for(c).gemv_every_cta);
     c.R = 8, c.L = 8;
-    CHECK(PlanParams::defaults_for(c).gemv_every_cta);
-    CHECK(!PlanParams::defaults_for(small()).gemv_every_cta);  // the small preset keeps SPEC §4's layout
+    CHECK(PlanPolicy::defaults_for(c).gemv_every_cta);
+    CHECK(!PlanPolicy::defaults_for(small()).gemv_every_cta);  // the small preset keeps SPEC §4's layout
 }
 
 TEST_CASE("k3's kda task shape follows the step: 32-row chunks, one a CTA at any L or two a CTA from L = 4, else one task a head") {
     Config c = k3();
     auto rows = [&](int R, int L, int blocks) {
         c.R = R, c.L = L;
-        return PlanParams::k3_chunk_rows(c, blocks);
+        return PlanPolicy::k3_chunk_rows(c, blocks);
     };
     CHECK(rows(1, 2, 132) == 32);   // 48 chunk tasks <= 132 CTAs
     CHECK(rows(1, 8, 132) == 32);   // L does not change the task count
@@ -271,16 +273,16 @@ TEST_CASE("k3's kda task shape follows the step: 32-row chunks, one a CTA at any
     CHECK(rows(2, 1, 95) == 128);   // one token, two on a CTA
     CHECK(rows(5, 4, 256) == 32);   // an MI355X-class part
     c.R = 1, c.L = 4;
-    CHECK(PlanParams::defaults_for(c).kda_chunk_rows == 32);
-    CHECK(Plan::build(c, PlanParams::defaults_for(c)).n_chunks() == 4);
+    CHECK(PlanPolicy::defaults_for(c).kda_chunk_rows == 32);
+    CHECK(Plan::build(c, PlanPolicy::defaults_for(c)).n_chunks() == 4);
     c.R = 6;
-    CHECK(PlanParams::defaults_for(c).kda_chunk_rows == 128);
-    CHECK(Plan::build(c, PlanParams::defaults_for(c)).n_chunks() == 1);
+    CHECK(PlanPolicy::defaults_for(c).kda_chunk_rows == 128);
+    CHECK(Plan::build(c, PlanPolicy::defaults_for(c)).n_chunks() == 1);
 }
 
 TEST_CASE("the f_a groups are waited for once a task: by KDA_CONV with sibling chunks (it makes the g1 share), by KDA_REC with one task a head") {
     auto waits_fa = [](int chunk_rows, Op op) {
-        PlanParams pp = PlanParams::preset("k3");
+        PlanParams pp = PlanPolicy::preset("k3");
         pp.kda_chunk_rows = chunk_rows;
         const Config c = k3();
         const Plan p = Plan::build(c, pp);
@@ -303,7 +305,7 @@ TEST_CASE("the f_a groups are waited for once a task: by KDA_CONV with sibling c
 }
 
 TEST_CASE("the plan's reduction order splits D-sums by slice and the output norm by chunk") {
-    PlanParams pp = PlanParams::preset("k3");
+    PlanParams pp = PlanPolicy::preset("k3");
     CHECK(Plan::build(k3(), pp).reduction_order().at(Site::onorm_sumsq).parts == 1);  // one chunk: sequential over V
     pp.kda_chunk_rows = 16;
     Plan p = Plan::build(k3(), pp);
@@ -324,8 +326,8 @@ TEST_CASE("k3's attn role follows the step: one CTA a slice up to 15 rows, two r
     for (int S : {1, 4, 8, 15, 16, 17, 24, 32, 64}) {
         CAPTURE(S);
         c.R = S, c.L = 1;
-        const PlanParams pp = PlanParams::k3_for(c, 132);
-        CHECK(pp.attn_row_parts == (S >= PlanParams::kSpreadGemvMinS ? 2 : 1));
+        const PlanParams pp = PlanPolicy::k3_for(c, 132);
+        CHECK(pp.attn_row_parts == (S >= PlanPolicy::kSpreadGemvMinS ? 2 : 1));
         CHECK((pp.attn_row_parts == 1 || pp.gemv_every_cta));  // the parts' CTAs would hold SPEC §4's bands
     }
 }
@@ -338,7 +340,7 @@ TEST_CASE("attn row parts: every row in exactly one part, its x flag that part's
             CAPTURE(parts);
             Config c = small();
             c.R = S, c.L = 1, c.slots = S + 1;
-            PlanParams pp = PlanParams::preset("small");
+            PlanParams pp = PlanPolicy::preset("small");
             pp.blocks = 16 * parts + 8;
             pp.attn_row_parts = parts;
             Plan p = Plan::build(c, pp);
@@ -373,7 +375,7 @@ TEST_CASE("attn row parts: every row in exactly one part, its x flag that part's
     }
     Config c = small();
     c.R = 5, c.L = 1, c.slots = 6;
-    PlanParams pp = PlanParams::preset("small");
+    PlanParams pp = PlanPolicy::preset("small");
     pp.blocks = 40, pp.attn_row_parts = 2;
     Plan p = Plan::build(c, pp);
     CHECK(p.entry_name(p.xrdy(3, 1)) == "XRDY[slice 3][rows 2..4]");
@@ -389,7 +391,7 @@ TEST_CASE("small presets and other CTA counts stay sound") {
             const int blocks = e[0];
             CAPTURE(blocks);
             CAPTURE(every);
-            PlanParams pp = PlanParams::preset("small");
+            PlanParams pp = PlanPolicy::preset("small");
             pp.blocks = blocks;
             pp.gemv_every_cta = every;
             Plan p = Plan::build(small(), pp);
@@ -400,7 +402,7 @@ TEST_CASE("small presets and other CTA counts stay sound") {
             check_structure(p);
             CHECK(p.min_residency() <= blocks);
         }
-    PlanParams mi = PlanParams::preset("k3");
+    PlanParams mi = PlanPolicy::preset("k3");
     mi.blocks = 256;
     check_structure(Plan::build(k3(), mi));
 }
@@ -414,20 +416,20 @@ TEST_CASE("plan parameters are validated, naming the field") {
             CHECK(std::string(e.what()).find(field) != std::string::npos);
         }
     };
-    PlanParams p = PlanParams::preset("k3");
+    PlanParams p = PlanPolicy::preset("k3");
     p.blocks = 56; bad(p, "blocks");
-    p = PlanParams::preset("k3"); p.slice_width = 100; bad(p, "slice_width");
-    p = PlanParams::preset("k3"); p.gemv_group_rows = 7; bad(p, "gemv_group_rows");
-    p = PlanParams::preset("k3"); p.kda_chunk_rows = 0; bad(p, "kda_chunk_rows");
-    p = PlanParams::preset("k3"); p.kda_chunk_rows = 3; bad(p, "kda_chunk_rows");
-    p = PlanParams::preset("k3"); p.attn_row_parts = 0; bad(p, "attn_row_parts");
-    p = PlanParams::preset("k3"); p.attn_row_parts = 9; bad(p, "attn_row_parts");  // the k3 config has 8 rows
-    p = PlanParams::preset("k3"); p.attn_row_parts = 3; bad(p, "blocks must exceed the attn CTAs");  // 168 of 132
-    CHECK_THROWS_AS(PlanParams::preset("h100"), BadInput);
+    p = PlanPolicy::preset("k3"); p.slice_width = 100; bad(p, "slice_width");
+    p = PlanPolicy::preset("k3"); p.gemv_group_rows = 7; bad(p, "gemv_group_rows");
+    p = PlanPolicy::preset("k3"); p.kda_chunk_rows = 0; bad(p, "kda_chunk_rows");
+    p = PlanPolicy::preset("k3"); p.kda_chunk_rows = 3; bad(p, "kda_chunk_rows");
+    p = PlanPolicy::preset("k3"); p.attn_row_parts = 0; bad(p, "attn_row_parts");
+    p = PlanPolicy::preset("k3"); p.attn_row_parts = 9; bad(p, "attn_row_parts");  // the k3 config has 8 rows
+    p = PlanPolicy::preset("k3"); p.attn_row_parts = 3; bad(p, "blocks must exceed the attn CTAs");  // 168 of 132
+    CHECK_THROWS_AS(PlanPolicy::preset("h100"), BadInput);
 }
 
 TEST_CASE("the structural checker fires on planted plan bugs") {
-    Plan p = Plan::build(small(), PlanParams::preset("small"));
+    Plan p = Plan::build(small(), PlanPolicy::preset("small"));
     {  // off-by-one slice ownership: CTA 3 computes slice 4's partials
         Plan q = p;
         q.set_instr(3, 0, {int32_t(Op::ATTN_PART), 4, 0, 0});
@@ -441,7 +443,7 @@ TEST_CASE("the structural checker fires on planted plan bugs") {
         CHECK(none);
     }
     {  // a part's rows claimed by the other part too: CTA 16 + 3 (slice 3, part 1) runs part 0's partials
-        PlanParams pp = PlanParams::preset("small");
+        PlanParams pp = PlanPolicy::preset("small");
         pp.blocks = 40, pp.attn_row_parts = 2;
         Plan q = Plan::build(small(), pp);
         q.set_instr(16 + 3, 0, {int32_t(Op::ATTN_PART), 3, 0, 0});
@@ -460,7 +462,7 @@ TEST_CASE("the structural checker fires on planted plan bugs") {
     {  // a kda instruction's operands are checked as such, not by whether it waits for anything
         Config one = k3();
         one.R = 1, one.L = 1, one.slots = 2;
-        Plan q = Plan::build(one, PlanParams::k3_for(one, 132));
+        Plan q = Plan::build(one, PlanPolicy::k3_for(one, 132));
         REQUIRE(q.structural_problems().empty());
         const int cta = q.kda_cta(0, 3, 0);
         int at = -1;
@@ -478,7 +480,7 @@ TEST_CASE("the structural checker fires on planted plan bugs") {
         for (auto& s : q.structural_problems())
             load |= s.find("KDA_LOAD(r 0, h 12, chunk 0): operands out of range") != std::string::npos;
         CHECK(load);
-        Plan g = Plan::build(one, PlanParams::k3_for(one, 132));
+        Plan g = Plan::build(one, PlanPolicy::k3_for(one, 132));
         const int band = g.gemv_cta(0);
         REQUIRE(g.instrs(band)[0].opcode() == Op::GEMV_PREFETCH);
         g.set_instr(band, 0, {int32_t(Op::GEMV_PREFETCH), g.n_groups(), 0, 0});
@@ -489,7 +491,7 @@ TEST_CASE("the structural checker fires on planted plan bugs") {
     {  // apply_placement: the rule for the parameters as they stand, or as told
         Config c8 = k3();
         c8.R = 8, c8.L = 1, c8.slots = 9;
-        PlanParams pp8 = PlanParams::k3_for(c8, 132);
+        PlanParams pp8 = PlanPolicy::k3_for(c8, 132);
         REQUIRE(pp8.interleave_ctas);
         REQUIRE(pp8.interleave_width == 2);
         apply_placement(pp8, c8, Placement::index);
@@ -499,7 +501,7 @@ TEST_CASE("the structural checker fires on planted plan bugs") {
         CHECK(pp8.interleave_width == 2);
         Config c1 = k3();
         c1.R = 1, c1.L = 1, c1.slots = 2;
-        PlanParams pp1 = PlanParams::k3_for(c1, 132);
+        PlanParams pp1 = PlanPolicy::k3_for(c1, 132);
         apply_placement(pp1, c1, Placement::paired);
         CHECK(pp1.interleave_ctas);
         CHECK(Plan::build(c1, pp1).n_paired() == 56);
@@ -562,11 +564,11 @@ TEST_CASE("k3 placement: up to 15 rows attn and band TPC pairs alternate; from 1
         c.R = sh.R, c.L = sh.L, c.slots = c.S() + 1;
         CAPTURE(sh.R);
         CAPTURE(sh.L);
-        const PlanParams pp = PlanParams::k3_for(c, 132);
+        const PlanParams pp = PlanPolicy::k3_for(c, 132);
         CHECK(pp.interleave_ctas == sh.interleave);
         CHECK(pp.interleave_width == sh.width);
     }
-    const Plan p = Plan::build(k3(), PlanParams::k3_for(k3(), 132));
+    const Plan p = Plan::build(k3(), PlanPolicy::k3_for(k3(), 132));
     REQUIRE(p.params().interleave_ctas);
     check_structure(p);
     std::set<int> lists;
@@ -606,7 +608,7 @@ TEST_CASE("k3 placement: up to 15 rows attn and band TPC pairs alternate; from 1
     // groups the chunk tasks wait for.
     Config one = k3();
     one.R = 1, one.L = 1, one.slots = 2;
-    PlanParams pp = PlanParams::k3_for(one, 132);
+    PlanParams pp = PlanPolicy::k3_for(one, 132);
     REQUIRE(pp.interleave_ctas);
     REQUIRE(pp.interleave_width == 2);
     const Plan q = Plan::build(one, pp);
@@ -620,7 +622,7 @@ TEST_CASE("k3 placement: up to 15 rows attn and band TPC pairs alternate; from 1
     // an odd count of pairs: the last pair alternates CTA by CTA (attn list 2 on launch CTA 4, list A + 2 on 5)
     {
         Config sm = small();
-        PlanParams ps = PlanParams::defaults_for(sm);
+        PlanParams ps = PlanPolicy::defaults_for(sm);
         ps.blocks = sm.D / ps.slice_width + 5;  // 5 lists past the attn CTAs: 5 pairs
         ps.interleave_ctas = true;
         ps.interleave_width = 2;
@@ -642,7 +644,7 @@ TEST_CASE("k3 placement: up to 15 rows attn and band TPC pairs alternate; from 1
     // attn lists c < 20, and attn lists 20..111 follow in order on launch CTAs 40..131
     Config rows24 = k3();
     rows24.R = 3, rows24.L = 8, rows24.slots = rows24.S() + 1;
-    const Plan r = Plan::build(rows24, PlanParams::k3_for(rows24, 132));
+    const Plan r = Plan::build(rows24, PlanPolicy::k3_for(rows24, 132));
     REQUIRE(r.params().attn_row_parts == 2);
     REQUIRE(r.params().gemv_every_cta);
     CHECK(r.n_paired() == 20);
@@ -678,7 +680,7 @@ TEST_CASE("launch tags from the arrivals counter: one a launch, never 0, never t
 }
 
 TEST_CASE("flat serialisation: header, offsets and instruction words round-trip") {
-    Plan p = Plan::build(k3(), PlanParams::preset("k3"));
+    Plan p = Plan::build(k3(), PlanPolicy::preset("k3"));
     std::vector<int32_t> w = p.serialize();
     PlanHeader h = Plan::read_header(w);
     CHECK(h.blocks == 132);
@@ -714,7 +716,7 @@ TEST_CASE("flat serialisation: header, offsets and instruction words round-trip"
 TEST_CASE("the guard of a hand-off element: XRDY of its slice and part, PROJ of its group, QK of the chunk that makes it") {
     Config c = k3();
     c.R = 3, c.L = 8;  // 24 rows: two attn parts a slice
-    PlanParams pp = PlanParams::k3_for(c, 132);
+    PlanParams pp = PlanPolicy::k3_for(c, 132);
     REQUIRE(pp.attn_row_parts == 2);
     REQUIRE(pp.kda_chunk_rows == 32);
     const Plan p = Plan::build(c, pp);

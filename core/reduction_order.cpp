@@ -1,4 +1,4 @@
-#include "reference/reduction_order.hpp"
+#include "core/reduction_order.hpp"
 
 #include <algorithm>
 #include <cerrno>
