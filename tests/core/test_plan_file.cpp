@@ -8,6 +8,7 @@
 
 #include "core/error.hpp"
 #include "core/plan.hpp"
+#include "core/plan_policy.hpp"
 
 using namespace monokda;
 using nlohmann::json;
@@ -22,7 +23,7 @@ Config shape(const char* preset, int R, int L) {
     return c;
 }
 
-Plan small_plan() { return Plan::build(shape("small", 2, 4), PlanParams::defaults_for(shape("small", 2, 4))); }
+Plan small_plan() { return Plan::build(shape("small", 2, 4), PlanPolicy::defaults_for(shape("small", 2, 4))); }
 
 // Everything a run depends on, compared list by list (the first difference is named).
 std::string first_difference(const Plan& a, const Plan& b) {
@@ -86,7 +87,7 @@ TEST_CASE("a built plan written and read back is the same plan, its checks the s
         CAPTURE(c.R);
         CAPTURE(c.L);
         const Config cfg = shape(c.preset, c.R, c.L);
-        PlanParams pp = PlanParams::defaults_for(cfg);
+        PlanParams pp = PlanPolicy::defaults_for(cfg);
         if (c.blocks) pp.blocks = c.blocks;
         Plan a = Plan::build(cfg, pp);
         PlanTarget t = a.target();
