@@ -10,7 +10,7 @@
 
 #include "core/step.hpp"
 #include "emulator/envelope.hpp"
-#include "reference/reduction_order.hpp"
+#include "core/reduction_order.hpp"
 
 namespace monokda::verify {
 
