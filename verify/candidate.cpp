@@ -29,9 +29,9 @@ std::map<std::string, std::string> parse_map(const std::string& text) {
         if (eq == std::string::npos || eq == 0 || eq + 1 == item.size())
             bad_input("--map: '" + item + "' is not THEIRS=OURS");
         const std::string theirs = item.substr(0, eq), name = item.substr(eq + 1);
-        if (std::find(std::begin(kOutputNames), std::end(kOutputNames), name) == std::end(kOutputNames)) {
+        if (std::find(output_names().begin(), output_names().end(), name) == output_names().end()) {
             std::string names;
-            for (const char* n : kOutputNames) names += (names.empty() ? "" : ", ") + std::string(n);
+            for (const std::string& n : output_names()) names += (names.empty() ? "" : ", ") + n;
             bad_input("--map: '" + name + "' is not an output name of SPEC §2 (" + names + ")");
         }
         if (out.count(theirs)) bad_input("--map: '" + theirs + "' is mapped twice");

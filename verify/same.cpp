@@ -297,7 +297,7 @@ const Check* first_failure(const std::vector<Check>& checks) {
 Candidate Candidate::all(StepOutputs<float> out) {
     Candidate c;
     c.out = std::move(out);
-    for (const char* n : kOutputNames) c.present.insert(n);
+    for (const std::string& n : output_names()) c.present.insert(n);
     return c;
 }
 
