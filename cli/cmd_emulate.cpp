@@ -4,10 +4,12 @@
 #include <map>
 
 #include "cli/options.hpp"
+#include "core/progress.hpp"
 #include "core/input_file.hpp"
 #include "emulator/emulate.hpp"
 #include "emulator/replay_token.hpp"
 #include "emulator/timeline.hpp"
+#include "emulator/trace.hpp"
 
 namespace monokda::cli {
 
@@ -26,7 +28,7 @@ static std::string matching_preset(const Config& c, bool needed) {
 
 int cmd_emulate(const Args& args) {
     po::options_description opts("monokda emulate");
-    std::string fixture, config, schedule, inject, timeline, out, env_out, env_in, replay, gemv, plan_file;
+    std::string fixture, config, schedule, inject, timeline, trace, out, env_out, env_in, replay, gemv, plan_file;
     int R, L, nb, blocks, resident, steps, orders, sweep, teams;
     uint64_t seed, fseed;
     opts.add_options()
@@ -54,6 +56,9 @@ int cmd_emulate(const Args& args) {
         ("inject", po::value(&inject)->default_value("none"), "plant a protocol fault (see --list-faults)")
         ("list-faults", "list the faults --inject knows and exit")
         ("timeline", po::value(&timeline), "write the schedule as an SVG: one lane per CTA")
+        ("trace", po::value(&trace),
+         "write the run as a Chrome/Perfetto trace (JSON trace events: a track a CTA, a slice an instruction, flows "
+         "from each product to its consumers; ui.perfetto.dev opens it), a failing run too")
         ("output,o", po::value(&out), "write the emulated outputs of the last step (safetensors)")
         ("envelope-out", po::value(&env_out), "write the reduction-order envelope (JSON, docs/emulator.md)")
         ("envelope-in", po::value(&env_in), "use a saved envelope instead of measuring one")
@@ -69,7 +74,7 @@ int cmd_emulate(const Args& args) {
     if (!parse_args(args,
                     "monokda emulate [FIXTURE] [--plan FILE] [--config k3|small] [--R 2] [--L 4] [--nb 4] [--blocks N] [--gemv-bands auto|spec|every] "
                     "[--schedule random|pct|rr|delay:ROLE] [--seed S] [--resident N] [--steps K] [--amd] [--kda-teams N] "
-                    "[--inject NAME] [--list-faults] [--timeline F] [-o OUT] [--envelope-out F] [--sweep N] "
+                    "[--inject NAME] [--list-faults] [--timeline F] [--trace F] [-o OUT] [--envelope-out F] [--sweep N] "
                     "[--replay TOKEN]",
                     opts, pos, vm))
         return 0;
@@ -78,7 +83,7 @@ int cmd_emulate(const Args& args) {
         return 0;
     }
     // every output path checked before any work; the outputs are written at the end, as one set
-    check_outputs({{"-o", out}, {"--timeline", timeline}, {"--envelope-out", env_out}},
+    check_outputs({{"-o", out}, {"--timeline", timeline}, {"--trace", trace}, {"--envelope-out", env_out}},
                   {{"FIXTURE", fixture}, {"--envelope-in", env_in}, {"--plan", plan_file}});
     if (!env_in.empty()) InputFile probe(env_in);  // a missing file or a folder: refused now, not after the fixture
     EmulateOptions o;
@@ -136,9 +141,9 @@ int cmd_emulate(const Args& args) {
         bad_input("--no-envelope contradicts --envelope-out/--envelope-in");
     if (o.envelope_orders != 0 && o.envelope_orders != -1) default_envelope_orders(o.envelope_orders);  // validates
     o.envelope_in = env_in;
-    o.timeline = !timeline.empty();
-    if (sweep > 0 && (!timeline.empty() || !out.empty()))
-        bad_input("--sweep runs many schedules: --timeline and -o need a single run (use --replay with a token)");
+    o.timeline = !timeline.empty() || !trace.empty();
+    if (sweep > 0 && (!timeline.empty() || !trace.empty() || !out.empty()))
+        bad_input("--sweep runs many schedules: --timeline, --trace and -o need a single run (use --replay with a token)");
 
     auto t0 = std::chrono::steady_clock::now();
     Prepared prep = prepare(o, steps_for(o));
@@ -150,6 +155,7 @@ int cmd_emulate(const Args& args) {
         std::vector<Verdict> verdicts(static_cast<size_t>(sweep));
         std::vector<std::string> reports(static_cast<size_t>(sweep));  // of the runs that fail
         int first_fail = -1;
+        Progress progress("sweep: schedules", sweep);
 #pragma omp parallel for schedule(dynamic, 1)
         for (int i = 0; i < sweep; ++i) {
             EmulateOptions oi = o;
@@ -158,7 +164,9 @@ int cmd_emulate(const Args& args) {
             EmulateResult r = emulate(prep, oi);
             verdicts[size_t(i)] = r.verdict;
             if (r.verdict != Verdict::PASS) reports[size_t(i)] = std::move(r.report);
+            progress.add();
         }
+        progress.finish();
         if (!env_out.empty() && prep.envelope) write_file_atomic(env_out, envelope_text(*prep.envelope));  // after the runs
         std::map<std::string, int> count;
         for (int i = 0; i < sweep; ++i) {
@@ -182,6 +190,7 @@ int cmd_emulate(const Args& args) {
         return 0;
     }
 
+    o.progress = true;
     EmulateResult r = emulate(prep, o);
     std::cout << r.report;
     OutputSet set;
@@ -193,6 +202,10 @@ int cmd_emulate(const Args& args) {
     if (!timeline.empty()) {
         set.add(timeline, timeline_svg(r.plan, r.run, "monokda emulate " + r.token + " : " + to_string(r.verdict)));
         wrote.push_back(timeline);
+    }
+    if (!trace.empty()) {
+        set.add(trace, trace_json(r.plan, r.run, "monokda emulate " + r.token + " : " + to_string(r.verdict)));
+        wrote.push_back(trace);
     }
     if (!out.empty()) {
         if (r.run.outputs.empty()) {

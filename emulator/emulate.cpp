@@ -265,6 +265,7 @@ EmulateResult emulate(Prepared& prep, const EmulateOptions& o) {
     MachineOptions mo;
     mo.schedule = o.schedule;
     mo.fault = o.fault;
+    mo.progress = o.progress;
     mo.amd_in_order_loads = hooks.amd_in_order_loads(o.amd || res.plan.target().in_order_loads);
     mo.record_spans = o.timeline;
     res.steps = steps_for(o);

@@ -39,6 +39,7 @@ struct EmulateOptions {
                                  // 12 orders; N > 0: measure N; -1: no envelope check
     std::string envelope_in;     // use a saved envelope instead of computing one
     bool timeline = false;       // record spans for a timeline
+    bool progress = false;       // a run of several launches shows its progress on stderr
     int kda_teams = 1;           // kda tasks a CTA runs side by side, as the NVIDIA kernel does (2): Plan::with_kda_teams
     GemvBands gemv_bands = GemvBands::by_plan;  // who runs in_proj's bands (core/plan.hpp)
     // A plan to run instead of the built-in one (`--plan FILE`: Plan::read_json), and its digest

@@ -8,6 +8,8 @@
 #include <iterator>
 #include <nlohmann/json.hpp>
 
+#include "core/progress.hpp"
+
 #include "core/atomic_write.hpp"
 #include "core/error.hpp"
 #include "core/input_file.hpp"
@@ -109,7 +111,10 @@ Envelope build_envelope(const StepInputs& in, const std::vector<std::string>& or
     env.config = config_str(in.cfg);
     std::vector<ReductionOrder> ords;
     for (const auto& o : orders) ords.push_back(ReductionOrder::parse(o));
+    Progress progress("envelope: the f64 oracle and " + std::to_string(orders.size()) + " reduction orders",
+                      int64_t(orders.size()) + 1);
     const TensorFile oracle = ref::run<double>(in, {}).to_file(in.cfg);
+    progress.add();
     std::vector<std::vector<TensorDiff>> diffs(orders.size());
     // each order's run is independent: spread the orders over the cores (the reference's own
     // parallel loops then run single-threaded inside each)
@@ -117,7 +122,9 @@ Envelope build_envelope(const StepInputs& in, const std::vector<std::string>& or
     for (int i = 0; i < int(orders.size()); ++i) {
         TensorFile f = ref::run<float>(in, ords[size_t(i)]).to_file(in.cfg);
         for (const char* name : kEnvelopeOutputs) diffs[size_t(i)].push_back(diff_tensors(name, f.get(name), oracle.get(name)));
+        progress.add();
     }
+    progress.finish();
     for (size_t i = 0; i < orders.size(); ++i) add_envelope_sample(env, orders[i], diffs[i]);
     if (oracle_out) *oracle_out = oracle;
     return env;

@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "core/error.hpp"
+#include "core/progress.hpp"
 
 namespace monokda::emu {
 namespace detail {
@@ -399,10 +400,13 @@ MachineResult run_machine(const Plan& plan, const StepInputs& base, const std::v
     detail::Machine m(plan, opt, r);
     uint32_t e = opt.epoch_start == 0 ? 1 : opt.epoch_start;
     const uint32_t first = e;
+    std::unique_ptr<Progress> progress;
+    if (opt.progress && launches > 1) progress = std::make_unique<Progress>("emulate: launches", launches);
     try {
         for (int k = 0; k < launches; ++k) {
             m.run_step(base, steps[size_t(k)], k, e, first);
             e = next_epoch(e);
+            if (progress) progress->add();
         }
     } catch (const detail::Stop&) {
     }

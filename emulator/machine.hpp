@@ -45,6 +45,7 @@ struct MachineOptions {
     uint32_t epoch_start = 1;         // the launcher's epoch counter at step 0 (skips 0 when it wraps)
     bool record_spans = false;        // keep run/wait spans for the timeline
     int64_t watchdog_steps = 2000000; // scheduler steps without any instruction progress: LIVELOCK
+    bool progress = false;            // show the launches' progress on stderr (core/progress.hpp)
 };
 
 enum class EventKind : uint8_t { admit, begin, acquire, spin, store, data, loads, finish, done, violation };

@@ -1,6 +1,7 @@
 #include "emulator/timeline.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 
@@ -49,11 +50,15 @@ std::string timeline_svg(const Plan& plan, const MachineResult& r, const std::st
     for (const Span& s : r.spans) tmax = std::max(tmax, s.t1);
     const double sx = width / double(tmax);
     const double H = top + lane * B + 40;
+    auto stepv_next = [](double v) {  // 1, 2, 5, 10, 20, 50, ...
+        const double m = v / std::pow(10.0, std::floor(std::log10(v) + 1e-9));
+        return m < 1.5 ? 2.0 : m < 3 ? 2.5 : 2.0;
+    };
     std::string o;
     char buf[512];
     std::snprintf(buf, sizeof buf,
-                  "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" font-family=\"monospace\" "
-                  "font-size=\"%.0f\">\n",
+                  "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 %.0f %.0f\" width=\"100%%\" "
+                  "font-family=\"monospace\" font-size=\"%.0f\">\n",
                   left + width + 20, H, lane > 10 ? 11.0 : 8.0);
     o += buf;
     o += "<!-- written by " + version_line() + " -->\n";
@@ -105,8 +110,23 @@ std::string timeline_svg(const Plan& plan, const MachineResult& r, const std::st
             }
         o += "</g>\n";
     }
-    std::snprintf(buf, sizeof buf, "<text x=\"%.0f\" y=\"%.0f\">t = 0</text><text x=\"%.0f\" y=\"%.0f\" text-anchor=\"end\">t = %lld ticks</text>\n",
-                  left, H - 14, left + width, H - 14, (long long)tmax);
+    // the time axis: a tick and a label every 1, 2 or 5 × 10^k ticks, about ten along the axis
+    const double axis = top + lane * B + 4;
+    double stepv = 1;
+    while (double(tmax) / stepv > 10) stepv *= stepv_next(stepv);
+    std::snprintf(buf, sizeof buf, "<g class=\"axis\"><line x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" stroke=\"#333\"/>\n",
+                  left, axis, left + width, axis);
+    o += buf;
+    for (double t = 0; t <= double(tmax); t += stepv) {
+        const double x = left + sx * t;
+        std::snprintf(buf, sizeof buf,
+                      "<line x1=\"%.2f\" y1=\"%.1f\" x2=\"%.2f\" y2=\"%.1f\" stroke=\"#333\"/>"
+                      "<text class=\"tick\" x=\"%.2f\" y=\"%.1f\" text-anchor=\"middle\" font-size=\"11\">%.0f</text>\n",
+                      x, axis, x, axis + 5, x, axis + 17, t);
+        o += buf;
+    }
+    std::snprintf(buf, sizeof buf, "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\" font-size=\"11\">ticks (of %lld)</text></g>\n",
+                  left - 6, axis + 17, (long long)tmax);
     o += buf;
     o += "</svg>\n";
     return o;

@@ -228,3 +228,26 @@ TEST_CASE("monokda plan, plan check and emulate --plan from the command line") {
     CHECK(contains(dup.out, "duplicate key 'format'"));
     CHECK(run_cli({"plan", "check", dir / "missing.json"}).code == 2);
 }
+
+TEST_CASE("plan files follow their JSON Schema (docs/plan-file.schema.json), which refuses a malformed one") {
+    using monokda::test::run_cli;
+    monokda::test::TempDir dir("plan_schema");
+    const std::string f = dir / "p.json", seed = dir / "seed.json", bad = dir / "bad.json";
+    REQUIRE(run_cli({"plan", "--config", "small", "-o", f}).code == 0);
+    const std::string py = monokda::test::shell_quote(MONOKDA_PYTHON);
+    const std::string src = std::string(MONOKDA_SOURCE_DIR);
+    REQUIRE(monokda::test::run_cli_line("'" + src + "/examples/plans/seed_mi355x.py' --R 1 --L 1 -o '" + seed + "'", MONOKDA_PYTHON).code == 0);
+    json j = json::parse(std::ifstream(f));
+    j["ctas"][0]["instrs"][0]["row"] = 3;  // an operand ATTN_PART does not have
+    std::ofstream(bad) << j.dump();
+    const std::string check =
+        "-c \"import json, sys, jsonschema; v = jsonschema.Draft202012Validator(json.load(open(sys.argv[1]))); "
+        "[print(f, 'ok' if v.is_valid(json.load(open(f))) else 'invalid') for f in sys.argv[2:]]\" '" +
+        src + "/docs/plan-file.schema.json' '" + f + "' '" + seed + "' '" + bad + "'";
+    const auto r = monokda::test::run_cli_line(check, MONOKDA_PYTHON);
+    INFO(r.out);
+    REQUIRE(r.code == 0);
+    CHECK(contains(r.out, f + " ok"));
+    CHECK(contains(r.out, seed + " ok"));
+    CHECK(contains(r.out, bad + " invalid"));
+}
