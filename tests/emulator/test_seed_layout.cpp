@@ -108,7 +108,7 @@ TEST_CASE("the seed layout passes under random, PCT and delay schedules, and eve
                 try {
                     bad = emulate(prep, r);
                 } catch (const BadInput& e) {  // the fault cannot show in this step (FaultHooks::require)
-                    MESSAGE(std::string(f.name) + " does not apply at " + std::to_string(R) + "x" + std::to_string(L) + ": " + e.what());
+                    MESSAGE((std::string(f.name) + " does not apply at " + std::to_string(R) + "x" + std::to_string(L) + ": " + e.what()));
                     continue;
                 }
                 CAPTURE(f.name);
