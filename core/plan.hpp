@@ -285,7 +285,9 @@ public:
     // inverse (read_json(to_json(p)) runs as p does); read_json refuses a malformed file (BadInput
     // naming the place) and reads a merely wrong one, whose problems structural_problems names.
     static constexpr int kFileVersion = 1;
-    std::string to_json() const;
+    // (stamped: with monokda_version and monokda_commit, as every file monokda writes; a plan's
+    // digest is of its text without them)
+    std::string to_json(bool stamped = true) const;
     static Plan from_json(const std::string& text, const std::string& what);
     static Plan read_json(const std::string& path);
     void write_json(const std::string& path) const;

@@ -11,6 +11,7 @@
 #include "core/input_file.hpp"
 #include "core/json_bounded.hpp"
 #include "core/plan.hpp"
+#include "core/version.hpp"
 
 namespace monokda {
 
@@ -238,7 +239,7 @@ ojson wait_groups(const Plan& p, const std::vector<Plan::Wait>& waits) {
 
 // ---------------------------------------------------------------- writing
 
-std::string Plan::to_json() const {
+std::string Plan::to_json(bool stamped) const {
     if (!team_parent_.empty()) throw std::logic_error("plan: a with_kda_teams plan is the emulator's, not a file's");
     const Config& c = cfg_;
     ojson cfg = {{"D", c.D}, {"H", c.H}, {"K", c.K}, {"V", c.V}, {"F", c.F}, {"N", c.N}, {"C", c.C},
@@ -260,6 +261,10 @@ std::string Plan::to_json() const {
     };
     line("format", kFormat);
     line("version", kFileVersion);
+    if (stamped) {
+        line("monokda_version", version());
+        line("monokda_commit", commit());
+    }
     line("name", name_.empty() ? target_.name + " plan, " + std::to_string(launch_blocks()) + " CTAs" : name_);
     line("config", cfg);
     line("layout", layout);
@@ -369,7 +374,7 @@ Plan Plan::from_json(const std::string& text, const std::string& what) {
     const json j = parse_json_bounded(text, what, bounds);
     const Reader rd(what);
     rd.object(j, "", {"format", "version", "config", "layout", "target", "launch", "mailboxes", "reduction_order", "ctas"},
-              {"name", "comment"});
+              {"name", "comment", "monokda_version", "monokda_commit"});
     if (!j.at("format").is_string() || j.at("format") != kFormat)
         rd.fail("format", "must be \"" + std::string(kFormat) + "\" (this is not a monokda plan file)");
     const int64_t version = rd.integer(j.at("version"), "version", 0, INT32_MAX);
@@ -379,7 +384,8 @@ Plan Plan::from_json(const std::string& text, const std::string& what) {
     Plan p;
     p.source_ = what;
     if (j.contains("name")) p.name_ = rd.string(j.at("name"), "name");
-    if (j.contains("comment")) rd.string(j.at("comment"), "comment");
+    for (const char* k : {"comment", "monokda_version", "monokda_commit"})
+        if (j.contains(k)) rd.string(j.at(k), k);
     // config: the step's shape the lists are for
     const json& jc = rd.object(j.at("config"), "config", {"D", "H", "K", "V", "F", "N", "C", "W", "R", "L", "nb"});
     Config& c = p.cfg_;

@@ -98,7 +98,7 @@ Plan builtin_plan(const Config& cfg, int blocks, GemvBands bands, bool amd) {
 
 std::string plan_digest(const Plan& p) {
     uint64_t h = 1469598103934665603ull;
-    for (unsigned char ch : p.to_json()) h = (h ^ ch) * 1099511628211ull;
+    for (unsigned char ch : p.to_json(false)) h = (h ^ ch) * 1099511628211ull;
     char b[17];
     std::snprintf(b, sizeof b, "%016llx", (unsigned long long)h);
     return b;
