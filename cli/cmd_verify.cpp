@@ -28,7 +28,7 @@ int cmd_verify(const Args& args) {
          "measure (the reference in permuted reduction orders against the f64 oracle, on this fixture) | FILE "
          "(written by monokda emulate --envelope-out for this fixture)")
         ("envelope-orders", po::value(&orders)->default_value(0),
-         "orders to measure (0: 8 for k3-sized fixtures, 12 otherwise)")
+         "orders to measure (0: 8 for k3-sized fixtures, 12 otherwise, and all 18 before a candidate outside that sample fails)")
         ("ssm-layout", po::value(&ssm_layout)->default_value("hvk"), "the candidate's ssm_state: hvk [slots, H, V, K] | hkv [slots, H, K, V]");
     po::positional_options_description pos;
     pos.add("fixture", 1).add("candidate", 1);
@@ -57,7 +57,7 @@ int cmd_verify(const Args& args) {
     std::unique_ptr<emu::Envelope> env;
     TensorFile oracle;
     if (envelope == "measure") {
-        verify::MeasuredEnvelope m = verify::measure_envelope(in, orders);
+        verify::MeasuredEnvelope m = verify::envelope_for(in, rc.candidate, vo.in_proj, orders);  // widened
         env = std::make_unique<emu::Envelope>(std::move(m.envelope));
         oracle = std::move(m.oracle);
         ctx.envelope_source = "measured";
@@ -69,8 +69,8 @@ int cmd_verify(const Args& args) {
                       digest + ")");
         oracle = ref::run<double>(in).to_file(in.cfg);
         ctx.envelope_source = "read from " + envelope;
+        *env = verify::widen_for(*env, vo.in_proj, in, oracle);
     }
-    *env = verify::widen_for(*env, vo.in_proj, in, oracle);
     const std::vector<verify::Check> checks = verify::verify_step(in, rc.candidate, vo, env.get(), &oracle);
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 

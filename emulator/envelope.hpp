@@ -74,6 +74,8 @@ Widening matrix_unit_in_proj_widening();
 
 // The orders used by default: n of them, from a fixed list (sequential, pairwise, splits, shuffles).
 std::vector<std::string> default_envelope_orders(int n);
+// The length of that list: the most orders an envelope is measured with.
+int max_envelope_order_count();
 // How many of them an envelope measures when not told: 8 for k3-sized configs, 12 otherwise.
 int default_envelope_order_count(const Config& c);
 // One more measured run (`label`, its distances from the oracle, one per output in
@@ -94,6 +96,8 @@ Envelope build_envelope(const StepInputs& in, const std::vector<std::string>& or
 struct EnvelopeLimits {
     bool state = false;              // ssm_state: the norms are judged, else identical and row ulp
     double min_frac_identical = 0;   // bf16
+    int64_t max_differing = 0;       // the same floor as a count of elements: judged on counts, so a
+                                     // candidate exactly at the floor is not failed by rounding
     double max_row_ulp = 0;          // bf16
     double max_rel_l2 = 0, max_abs = 0;  // ssm_state (reported for the others)
 };

@@ -42,9 +42,9 @@ Verdict check_oracle(const Target& target, const StepInputs& in, const StepOutpu
 }
 
 Verdict check_envelope(const Target& target, const StepInputs& in, const StepOutputs<float>& out) {
-    const verify::MeasuredEnvelope m = verify::measure_envelope(in);
-    const emu::Envelope env = verify::widen_for(m.envelope, in_proj(target), in, m.oracle);
-    return verdict_of("envelope", verify::envelope_checks(in, verify::Candidate::all(out), env, m.oracle));
+    const verify::Candidate c = verify::Candidate::all(out);
+    const verify::MeasuredEnvelope m = verify::envelope_for(in, c, in_proj(target));
+    return verdict_of("envelope", verify::envelope_checks(in, c, m.envelope, m.oracle));
 }
 
 std::optional<Verdict> run_agreement(const std::string& name, const Target& target, const StepInputs& in,

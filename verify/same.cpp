@@ -690,4 +690,19 @@ MeasuredEnvelope measure_envelope(const StepInputs& in, int orders) {
     return m;
 }
 
+MeasuredEnvelope envelope_for(const StepInputs& in, const Candidate& c, InProj p, int orders) {
+    MeasuredEnvelope m = measure_envelope(in, orders);
+    m.envelope = widen_for(m.envelope, p, in, m.oracle);
+    const int widest = emu::max_envelope_order_count();
+    if (orders != 0 || int(m.envelope.orders.size()) >= widest || !first_failure(envelope_checks(in, c, m.envelope, m.oracle)))
+        return m;
+    const size_t sampled = m.envelope.orders.size();
+    MeasuredEnvelope w = measure_envelope(in, widest);
+    w.envelope = widen_for(w.envelope, p, in, w.oracle);
+    w.envelope.widening += (w.envelope.widening.empty() ? "" : "; ") + std::string("re-measured with ") +
+                           std::to_string(widest) + " orders: the candidate is outside the " + std::to_string(sampled) +
+                           "-run sample";
+    return w;
+}
+
 }  // namespace monokda::verify

@@ -128,5 +128,11 @@ struct MeasuredEnvelope {
     TensorFile oracle;
 };
 MeasuredEnvelope measure_envelope(const StepInputs& in, int orders = 0);
+// The envelope a candidate is judged against when it is measured: `orders` orders (0: the default
+// count) widened for `p`. With the default count, a candidate outside it is judged once more against
+// every order of the list before it fails: a sample of orders can miss the near-tie that the
+// candidate's own order flips and carries downstream (one x element fans out over its row of proj),
+// so a failure is claimed only against the widest sample (docs/verify.md).
+MeasuredEnvelope envelope_for(const StepInputs& in, const Candidate& c, InProj p, int orders = 0);
 
 }  // namespace monokda::verify

@@ -146,6 +146,8 @@ std::vector<TensorDiff> distances_at(const Envelope& env, double scale) {
         d.name = b.name;
         const double spread = std::max(0.0, b.max_frac_identical - b.min_frac_identical);
         d.frac_identical = 1 - scale * (1 - (b.min_frac_identical - std::max(env.identical_margin, spread)));
+        d.numel = 1000000;  // the floor is judged as a count: large enough that the slack of 4 is below the margin
+        d.differing = std::llround((1 - d.frac_identical) * double(d.numel));
         d.max_row_ulp = b.name == "ssm_state" ? 0 : scale * std::max(b.max_row_ulp + env.row_ulp_margin, 1.0);
         d.rel_l2 = scale * b.max_rel_l2 * (1 + env.rel_margin);
         d.max_abs = scale * b.max_abs * (1 + env.rel_margin);
@@ -218,7 +220,7 @@ TEST_CASE("the matrix-unit widening: bounds × spread (row ulp + floor) downstre
             const std::string m = metric;
             if (m == "identical" && wide.outputs[k].min_frac_identical - wide.identical_margin <= 0) continue;
             std::vector<TensorDiff> d = in;
-            if (m == "identical") d[k].frac_identical = over[k].frac_identical;
+            if (m == "identical") d[k].frac_identical = over[k].frac_identical, d[k].differing = over[k].differing;
             if (m == "row ulp") d[k].max_row_ulp = over[k].max_row_ulp;
             if (m == "rel-L2") d[k].rel_l2 = over[k].rel_l2;
             if (m == "max abs") d[k].max_abs = over[k].max_abs;
