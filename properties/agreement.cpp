@@ -43,7 +43,8 @@ Verdict check_oracle(const Target& target, const StepInputs& in, const StepOutpu
 
 Verdict check_envelope(const Target& target, const StepInputs& in, const StepOutputs<float>& out) {
     const verify::Candidate c = verify::Candidate::all(out);
-    const verify::MeasuredEnvelope m = verify::envelope_for(in, c, in_proj(target));
+    const std::string order = target.declared_order ? target.declared_order(in) : std::string();
+    const verify::MeasuredEnvelope m = verify::envelope_for(in, c, in_proj(target), 0, order);
     return verdict_of("envelope", verify::envelope_checks(in, c, m.envelope, m.oracle));
 }
 

@@ -24,6 +24,7 @@ Target reference_target(const std::string& order) {
     Target t;
     t.name = order == "sequential" ? "reference" : "reference[" + ord.str() + "]";
     t.run = [ord](const StepInputs& in) { return ref::run<float>(in, ord); };
+    t.declared_order = [ord](const StepInputs&) { return ord.str(); };
     t.is_reference = order == "sequential";
     return t;
 }

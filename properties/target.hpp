@@ -33,6 +33,11 @@ struct Target {
     // its in_proj runs on tensor cores: the agreement checks hold proj to SPEC §5's 99.5 % and
     // widen the envelope for it (`--in-proj tensor-cores`, verify::InProj)
     bool tensor_core_in_proj = false;
+    // The reduction order its sums follow on a step, when it says (the emulator: its plan's; a
+    // reference target: its own). The envelope check measures the reference in that order too: a
+    // reordering of the original path is inside the envelope by SPEC §5's definition, however few of
+    // the sampled orders flip the near-ties it flips.
+    std::function<std::string(const StepInputs&)> declared_order;
 };
 
 struct TargetEntry {

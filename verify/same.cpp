@@ -690,15 +690,22 @@ MeasuredEnvelope measure_envelope(const StepInputs& in, int orders) {
     return m;
 }
 
-MeasuredEnvelope envelope_for(const StepInputs& in, const Candidate& c, InProj p, int orders) {
-    MeasuredEnvelope m = measure_envelope(in, orders);
-    m.envelope = widen_for(m.envelope, p, in, m.oracle);
+MeasuredEnvelope envelope_for(const StepInputs& in, const Candidate& c, InProj p, int orders, const std::string& declared) {
+    auto measure = [&](int n) {
+        std::vector<std::string> list = emu::default_envelope_orders(n);
+        const std::string own = declared.empty() ? "" : ReductionOrder::parse(declared).str();
+        if (!own.empty() && std::find(list.begin(), list.end(), own) == list.end()) list.push_back(own);
+        MeasuredEnvelope m;
+        m.envelope = widen_for(emu::build_envelope(in, list, &m.oracle), p, in, m.oracle);
+        return m;
+    };
     const int widest = emu::max_envelope_order_count();
-    if (orders != 0 || int(m.envelope.orders.size()) >= widest || !first_failure(envelope_checks(in, c, m.envelope, m.oracle)))
+    const int n = orders > 0 ? orders : emu::default_envelope_order_count(in.cfg);
+    MeasuredEnvelope m = measure(n);
+    if (orders != 0 || n >= widest || !first_failure(envelope_checks(in, c, m.envelope, m.oracle)))
         return m;
     const size_t sampled = m.envelope.orders.size();
-    MeasuredEnvelope w = measure_envelope(in, widest);
-    w.envelope = widen_for(w.envelope, p, in, w.oracle);
+    MeasuredEnvelope w = measure(widest);
     w.envelope.widening += (w.envelope.widening.empty() ? "" : "; ") + std::string("re-measured with ") +
                            std::to_string(widest) + " orders: the candidate is outside the " + std::to_string(sampled) +
                            "-run sample";

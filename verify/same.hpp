@@ -132,7 +132,9 @@ MeasuredEnvelope measure_envelope(const StepInputs& in, int orders = 0);
 // count) widened for `p`. With the default count, a candidate outside it is judged once more against
 // every order of the list before it fails: a sample of orders can miss the near-tie that the
 // candidate's own order flips and carries downstream (one x element fans out over its row of proj),
-// so a failure is claimed only against the widest sample (docs/verify.md).
-MeasuredEnvelope envelope_for(const StepInputs& in, const Candidate& c, InProj p, int orders = 0);
+// so a failure is claimed only against the widest sample (docs/verify.md). `declared`: the order
+// the candidate says its sums follow, measured beside the sample ("" for none).
+MeasuredEnvelope envelope_for(const StepInputs& in, const Candidate& c, InProj p, int orders = 0,
+                              const std::string& declared = "");
 
 }  // namespace monokda::verify

@@ -1,12 +1,13 @@
 // The envelope as a sample: a candidate exactly at the floor is inside (counts, not rounded
 // fractions), and a candidate outside the default sample of orders is judged against every order
-// before it fails (verify::envelope_for; docs/verify.md, "The envelope").
+// before it fails, with the order it declares measured beside them (verify::envelope_for; docs/verify.md).
 #include <doctest/doctest.h>
 
 #include <string>
 
 #include "core/safetensors.hpp"
 #include "emulator/envelope.hpp"
+#include "properties/agreement.hpp"
 #include "properties/target_emulator.hpp"
 #include "verify/same.hpp"
 
@@ -56,4 +57,21 @@ TEST_CASE("a near-tie only the candidate's order flips: outside 12 orders, insid
     const verify::MeasuredEnvelope asked = verify::envelope_for(in, c, verify::InProj::exact, 12);
     CHECK(asked.envelope.orders.size() == 12);
     CHECK(verify::first_failure(verify::envelope_checks(in, c, asked.envelope, asked.oracle)) != nullptr);
+}
+
+TEST_CASE("the emulator's declared order is measured beside the sample: a plan order all 18 orders miss") {
+    // A shrunk fuzz case (small shape): the emulator's plan order flips roundings that none of the
+    // 18 listed orders flips, so its ssm_state lies far outside their spread. Its output is the
+    // reference in that order, a reordering of the original path: inside by definition.
+    const StepInputs in = StepInputs::from_file(
+        read_safetensors(std::string(MONOKDA_SOURCE_DIR) + "/tests/verify/data/plan_order_outside_sample.safetensors"));
+    props::Target emu = props::emulator_target();
+    REQUIRE(emu.declared_order);
+    const StepOutputs<float> out = emu.run(in);
+    CHECK(props::check_envelope(emu, in, out).kind == props::Verdict::PASS);
+    props::Target silent = emu;
+    silent.declared_order = nullptr;
+    const props::Verdict v = props::check_envelope(silent, in, out);
+    CHECK(v.kind == props::Verdict::FAIL);
+    CHECK(v.detail.find("envelope.") != std::string::npos);
 }
