@@ -8,8 +8,8 @@ namespace monokda::cli {
 
 int cmd_fixture(const Args& args) {
     po::options_description opts("monokda fixture");
-    std::string config, layout, out, hf_dir;
-    int R, L, nb, nulls, extra, layer, tp_rank, tp_size;
+    std::string config, layout, out, hf_dir, scale;
+    int R, L, nb, nulls, partial, extra, layer, tp_rank, tp_size;
     uint64_t seed;
     opts.add_options()
         ("config", po::value(&config)->default_value("small"), "model preset: k3 | small")
@@ -19,6 +19,10 @@ int cmd_fixture(const Args& args) {
         ("block-write", "a block-write layer: P' is also stored to bank row nb")
         ("layout", po::value(&layout)->default_value("sd"), "conv_state layout: sd | ds")
         ("null-requests", po::value(&nulls)->default_value(0), "requests with no state slot")
+        ("partial-nulls", po::value(&partial)->default_value(0),
+         "live requests with no slot (0 and -1 in turn) at some tokens other than a-1")
+        ("scale", po::value(&scale)->default_value("default"),
+         "scale profile: default | attnres-large | prefix-large | norm-tiny | gate-low (docs/fixtures.md)")
         ("extra-slots", po::value(&extra)->default_value(3), "untouched state slots beyond those used")
         ("seed", po::value(&seed)->default_value(1), "generator seed")
         ("from-hf", po::value(&hf_dir), "take the weights of one rank's layer from a Kimi-K3 HF checkpoint folder "
@@ -30,13 +34,16 @@ int cmd_fixture(const Args& args) {
     po::positional_options_description pos;
     po::variables_map vm;
     if (!parse_args(args, "monokda fixture --config k3|small [--R 2] [--L 4] [--nb 4] [--block-write] "
-                          "[--layout sd|ds] [--null-requests K] [--seed 1] "
+                          "[--layout sd|ds] [--null-requests K] [--partial-nulls K] [--scale PROFILE] [--seed 1] "
                           "[--from-hf DIR --layer I --tp-rank R --tp-size T] -o FILE", opts, pos, vm))
         return 0;
     check_outputs({{"-o", out}});
     const bool from_hf = vm.count("from-hf") > 0;
     for (const char* o : {"layer", "tp-rank", "tp-size"})
         if (!from_hf && !vm[o].defaulted()) bad_input(std::string("--") + o + " needs --from-hf");
+    const ScaleProfile profile = parse_scale_profile(scale);
+    if (from_hf && profile != ScaleProfile::standard)  // the profiles set weights the checkpoint would replace
+        bad_input("--scale " + scale + " sets weights of its own: it does not go with --from-hf");
     Config c = Config::preset(config);
     HfLayerWeights w;
     if (from_hf) {
@@ -54,10 +61,13 @@ int cmd_fixture(const Args& args) {
     c.seed = seed;
     FixtureOptions fo;
     fo.null_requests = nulls;
+    fo.partial_nulls = partial;
     fo.extra_slots = extra;
+    fo.scale = profile;
     StepInputs in = make_fixture(c, fo);
     if (from_hf) apply_weights(w, in);
     TensorFile f = in.to_file();
+    if (fo.scale != ScaleProfile::standard) f.metadata["scale"] = scale;  // informational, like "weights"
     if (from_hf)  // informational: where the weights came from
         f.metadata["weights"] = "hf " + w.prefix + " tp " + std::to_string(tp_rank) + "/" + std::to_string(tp_size);
     write_safetensors(out, f);
@@ -65,7 +75,8 @@ int cmd_fixture(const Args& args) {
                                                            "/" + std::to_string(tp_size)
                                                      : config)
               << ", R=" << R << " L=" << L << " nb=" << nb << (c.block_write ? " block-write" : "")
-              << " layout=" << layout << " seed=" << seed << ")\n";
+              << " layout=" << layout << (fo.scale != ScaleProfile::standard ? " scale=" + scale : "") << " seed=" << seed
+              << ")\n";
     return 0;
 }
 

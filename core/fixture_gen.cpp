@@ -9,12 +9,42 @@
 
 namespace monokda {
 
+namespace {
+
+// n live requests, chosen by a stream of their own (the rest of the fixture is the one without),
+// each get "none" at a non-empty random set of the columns other than a-1, 0 and -1 in turn.
+void partial_null_columns(StepInputs& in, const std::vector<int>& null_req, int n) {
+    const Config& c = in.cfg;
+    Rng rng(c.seed ^ 0x9a271a1ull);
+    std::vector<int> live;
+    for (int r = 0; r < c.R; ++r)
+        if (!null_req[size_t(r)]) live.push_back(r);
+    rng.shuffle(live);
+    int32_t none = rng.below(2) ? 0 : -1;
+    for (int k = 0; k < n; ++k) {
+        const int r = live[size_t(k)], a = in.num_accepted[size_t(r)];
+        std::vector<int> cols;
+        for (int t = 0; t < c.L; ++t)
+            if (t != a - 1) cols.push_back(t);
+        rng.shuffle(cols);
+        const size_t m = 1 + size_t(rng.below(cols.size()));
+        for (size_t j = 0; j < m; ++j, none = none == 0 ? -1 : 0) in.state_indices[size_t(r * c.L + cols[j])] = none;
+    }
+}
+
+}  // namespace
+
 StepInputs make_fixture(Config cfg, const FixtureOptions& opt) {
     if (opt.extra_slots < 0) bad_input("extra slots must be >= 0");
     cfg.slots = cfg.S() + 1 + opt.extra_slots;
     cfg.validate();  // first: a bad R is named as R, not as a count measured against it
     if (opt.null_requests < 0 || opt.null_requests > cfg.R)
         bad_input("null requests must be in 0..R (got " + std::to_string(opt.null_requests) + ")");
+    if (opt.partial_nulls < 0 || opt.partial_nulls > cfg.R - opt.null_requests)
+        bad_input("partial null requests must be in 0..R - null requests = 0.." + std::to_string(cfg.R - opt.null_requests) +
+                  " (got " + std::to_string(opt.partial_nulls) + ")");
+    if (opt.partial_nulls > 0 && cfg.L < 2)
+        bad_input("partial null columns need L >= 2 (with one token the only column is the initial slot's)");
     StepInputs in;
     in.cfg = cfg;
     const Config& c = in.cfg;
@@ -74,6 +104,8 @@ StepInputs make_fixture(Config cfg, const FixtureOptions& opt) {
             in.state_indices[size_t(r * c.L + t)] = null_req[size_t(r)] ? ((r + t) % 2 ? -1 : 0) : pool[next++];
     in.num_accepted.resize(size_t(c.R));
     for (auto& a : in.num_accepted) a = int32_t(1 + rng.below(uint64_t(c.L)));
+    if (opt.partial_nulls) partial_null_columns(in, null_req, opt.partial_nulls);
+    apply_scale_profile(in, opt.scale);
     in.validate_step();
     return in;
 }

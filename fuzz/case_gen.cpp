@@ -13,9 +13,11 @@ std::string CaseShape::str() const {
     if (cfg.block_write) s += " bw";
     s += std::string(" ") + to_string(cfg.conv_layout);
     if (null_requests) s += " nulls=" + std::to_string(null_requests);
+    if (partial_nulls) s += " partial-nulls=" + std::to_string(partial_nulls);
     if (init_null) s += " init-null";
     if (stride > 1) s += " stride=" + std::to_string(stride);
     if (extreme) s += " extreme";
+    if (scale != ScaleProfile::standard) s += std::string(" scale=") + to_string(scale);
     return s;
 }
 
@@ -38,6 +40,13 @@ CaseShape draw_shape(const Config& preset, uint64_t seed) {
     sh.extra_slots = int(rng.below(7));
     if (rng.below(4) == 0) sh.stride = 2 + int(rng.below(6));
     sh.extreme = rng.below(20) < 7;
+    // drawn last, so that every earlier draw of a seed is what it was before they existed
+    const int live = c.R - sh.null_requests;
+    if (c.L >= 2 && live > 0 && rng.below(4) == 0) sh.partial_nulls = 1 + int(rng.below(uint64_t(std::max(1, live / 2))));
+    // half the cases without extreme values take a profile: each is an extreme of its own, and on top
+    // of extreme rows (2^50) prefix-large would pass 2^63, where the reference's own sums overflow
+    const std::vector<ScaleProfileInfo>& profiles = scale_profiles();  // "default" first
+    if (!sh.extreme && rng.below(2) == 0) sh.scale = profiles[1 + size_t(rng.below(profiles.size() - 1))].profile;
     return sh;
 }
 
@@ -91,7 +100,9 @@ void extreme_values(StepInputs& in, Rng& rng) {
 StepInputs build_case(const CaseShape& sh) {
     FixtureOptions fo;
     fo.null_requests = sh.null_requests;
+    fo.partial_nulls = sh.partial_nulls;
     fo.extra_slots = sh.extra_slots;
+    fo.scale = sh.scale;
     StepInputs in = make_fixture(sh.cfg, fo);
     const Config& c = in.cfg;
     Rng rng(c.seed ^ 0xca5eull);

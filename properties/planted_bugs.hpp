@@ -13,6 +13,10 @@ struct PlantedBug {
     const char* name;
     const char* what;       // the bug, in one line
     const char* caught_by;  // the property, or the agreement check (properties/agreement.hpp), written to catch it
+    // What a fixture needs to show the bug (core/fixture_gen.hpp); a bug with a need passes every
+    // check on the default fixture. Empty: every fixture shows it.
+    const char* needs_scale = "";     // a scale profile's name
+    bool needs_partial_nulls = false;  // partial null columns
 };
 
 const std::vector<PlantedBug>& planted_bugs();

@@ -123,6 +123,13 @@ TEST_CASE("monokda fixture: bad options") {
     check_rejected({"fixture", "--L", "0", "-o", out}, "config: L", out);
     check_rejected({"fixture", "--R", "abc", "-o", out}, "R", out);
     check_rejected({"fixture", "--R", "2", "--null-requests", "3", "-o", out}, "null requests", out);
+    check_rejected({"fixture", "--R", "2", "--null-requests", "1", "--partial-nulls", "2", "-o", out},
+                   "partial null requests must be in 0..R - null requests = 0..1 (got 2)", out);
+    check_rejected({"fixture", "--L", "1", "--partial-nulls", "1", "-o", out}, "partial null columns need L >= 2", out);
+    check_rejected({"fixture", "--scale", "huge", "-o", out},
+                   "unknown scale profile 'huge' (known: default, attnres-large, prefix-large, norm-tiny, gate-low)", out);
+    check_rejected({"fixture", "--scale", "gate-low", "--from-hf", t / "nowhere", "-o", out},
+                   "--scale gate-low sets weights of its own: it does not go with --from-hf", out);
     check_rejected({"fixture", "--tp-size", "4", "-o", out}, "--tp-size needs --from-hf", out);
     check_rejected({"fixture", "--from-hf", t / "nowhere", "-o", out}, "not a directory", out);
     check_rejected({"fixture"}, "output", out);

@@ -10,6 +10,7 @@
 #include <cstdlib>
 
 #include <filesystem>
+#include <map>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -62,7 +63,8 @@ TEST_CASE("a case is a function of its seed") {
 
 TEST_CASE("the draws cover the shape space") {
     const Config preset = Config::preset("small");
-    int maxR = 0, maxL = 0, bw = 0, ds = 0, nulls = 0, init_null = 0, strided = 0, extreme = 0;
+    int maxR = 0, maxL = 0, bw = 0, ds = 0, nulls = 0, init_null = 0, strided = 0, extreme = 0, partial = 0;
+    std::map<ScaleProfile, int> profiles;
     for (long i = 0; i < 400; ++i) {
         const fuzz::CaseShape s = fuzz::draw_shape(preset, fuzz::case_seed(1, i));
         maxR = std::max(maxR, s.cfg.R);
@@ -73,6 +75,10 @@ TEST_CASE("the draws cover the shape space") {
         init_null += s.init_null;
         strided += s.stride > 1;
         extreme += s.extreme;
+        partial += s.partial_nulls > 0;
+        ++profiles[s.scale];
+        CHECK((s.partial_nulls == 0 || (s.cfg.L >= 2 && s.partial_nulls <= s.cfg.R - s.null_requests)));
+        CHECK((s.scale == ScaleProfile::standard || !s.extreme));
         CHECK(s.cfg.R >= 1);
         CHECK(s.cfg.R <= 64);
         CHECK(s.cfg.L <= 8);
@@ -86,6 +92,33 @@ TEST_CASE("the draws cover the shape space") {
     CHECK(init_null > 40);
     CHECK(strided > 40);
     CHECK(extreme > 80);
+    CHECK(partial > 50);
+    for (const ScaleProfileInfo& p : scale_profiles()) {
+        INFO(p.name);
+        CHECK(profiles[p.profile] > 20);
+    }
+}
+
+TEST_CASE("the fuzzer finds the bugs that only partial null columns and the scale profiles show") {
+    for (const props::PlantedBug& b : props::planted_bugs()) {
+        if (!*b.needs_scale && !b.needs_partial_nulls) continue;
+        fuzz::FuzzOptions o;
+        o.iters = 60;
+        o.seed = 8;
+        o.jobs = 1;
+        o.progress = false;
+        o.only = {"reference-stages"};
+        o.shrink = false;
+        o.out_dir = scratch(b.name).string();
+        std::ostringstream log;
+        const fuzz::FuzzReport rep = fuzz::run_fuzz(props::planted_target(b.name), o, log);
+        INFO(b.name << "\n" << log.str());
+        REQUIRE(rep.failures.size() == 1);
+        const fuzz::CaseShape& sh = rep.failures[0].shape;
+        // the case that shows it has what the bug needs (or extreme values, which reach past f16 too)
+        if (b.needs_partial_nulls) CHECK(sh.partial_nulls > 0);
+        if (*b.needs_scale) CHECK((sh.scale == parse_scale_profile(b.needs_scale) || sh.extreme));
+    }
 }
 
 TEST_CASE("the reference passes a short fuzz run") {

@@ -34,11 +34,15 @@ struct Case {
     ConvLayout layout = ConvLayout::sd;
     uint64_t seed = 1;
     int null_requests = 0;
-    bool partial_null = false;  // a live running slot whose last-accepted slot is "none"
+    bool init_null = false;  // a live running slot whose last-accepted slot is "none"
+    int partial_nulls = 0;   // live requests with "none" at tokens other than a-1 (FixtureOptions)
+    ScaleProfile scale = ScaleProfile::standard;
     std::string name() const {
-        char b[160];
-        snprintf(b, sizeof b, "S=%d R=%d L=%d nb=%d bw=%d %s seed=%llu null=%d%s", R * L, R, L, nb, block_write ? 1 : 0,
-                 to_string(layout), (unsigned long long)seed, null_requests, partial_null ? " partial-null" : "");
+        char b[240];
+        snprintf(b, sizeof b, "S=%d R=%d L=%d nb=%d bw=%d %s seed=%llu null=%d%s%s%s%s", R * L, R, L, nb,
+                 block_write ? 1 : 0, to_string(layout), (unsigned long long)seed, null_requests,
+                 init_null ? " init-null" : "", partial_nulls ? (" partial-nulls=" + std::to_string(partial_nulls)).c_str() : "",
+                 scale != ScaleProfile::standard ? " scale=" : "", scale != ScaleProfile::standard ? to_string(scale) : "");
         return b;
     }
 };
@@ -48,8 +52,10 @@ inline StepInputs make_case(const Case& k) {
     c.R = k.R, c.L = k.L, c.nb = k.nb, c.block_write = k.block_write, c.conv_layout = k.layout, c.seed = k.seed;
     FixtureOptions o;
     o.null_requests = k.null_requests;
+    o.partial_nulls = k.partial_nulls;
+    o.scale = k.scale;
     StepInputs in = make_fixture(c, o);
-    if (k.partial_null) {
+    if (k.init_null) {
         // the first live request with a > 1 keeps its running slot but loses its last-accepted slot:
         // the conv state is written, the recurrence starts from nothing and writes no state (SPEC §3 E)
         for (int r = 0; r < c.R; ++r) {

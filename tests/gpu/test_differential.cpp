@@ -7,6 +7,9 @@
 //   end to end: the order-sensitive tensors' distance from the f64 oracle inside the emulator's
 //     reduction-order envelope (emulator/envelope.hpp), measured here on the same fixture and
 //     widened for the matrix unit's in_proj; logged against the sequential reference too.
+// The sweep's cases: 34 (R, L) splits, then partial null columns and each scale profile
+// (core/fixture_gen.hpp), where a kernel that writes a slot-less token's state to slot 0 or drops
+// a numerical safeguard fails.
 // MONOKDA_GPU_SWEEP=quick runs a handful of cases; the default is the whole sweep.
 // MONOKDA_GPU_ENVELOPE=0 skips the envelope (its reference runs and the oracle).
 #include <algorithm>
@@ -34,13 +37,29 @@ std::vector<Case> sweep() {
         k.layout = i % 4 < 2 ? ConvLayout::sd : ConvLayout::ds;
         k.seed = 100 + i;
         k.null_requests = i % 7 == 3 ? k.R : (k.R >= 2 && i % 3 == 1 ? 1 : 0);
-        k.partial_null = i % 5 == 2 && k.L >= 2;
+        k.init_null = i % 5 == 2 && k.L >= 2;
         out.push_back(k);
     }
+    // what the default draws never reach (core/fixture_gen.hpp): partial null columns (a live
+    // request's token without a slot: its state is written nowhere, slot 0 least of all) and the
+    // scale profiles, where a kernel that drops a safeguard gives NaN or a wrong result
+    auto extra = [&](int R, int L, int nb, bool bw, ConvLayout layout, int nulls, int partial, ScaleProfile scale) {
+        Case k;
+        k.R = R, k.L = L, k.nb = nb, k.block_write = bw, k.layout = layout, k.null_requests = nulls;
+        k.partial_nulls = partial, k.scale = scale, k.seed = 100 + out.size();
+        out.push_back(k);
+    };
+    extra(4, 4, 4, true, ConvLayout::sd, 0, 2, ScaleProfile::attnres_large);   // 34
+    extra(2, 8, 8, false, ConvLayout::ds, 0, 1, ScaleProfile::prefix_large);   // 35
+    extra(8, 2, 3, true, ConvLayout::sd, 1, 3, ScaleProfile::norm_tiny);       // 36: envelope
+    extra(3, 3, 6, false, ConvLayout::ds, 0, 1, ScaleProfile::gate_low);       // 37
+    extra(16, 4, 2, false, ConvLayout::sd, 2, 6, ScaleProfile::standard);      // 38: S = 64, envelope
+    extra(1, 8, 5, true, ConvLayout::ds, 0, 1, ScaleProfile::standard);        // 39
     const char* mode = std::getenv("MONOKDA_GPU_SWEEP");
     if (mode && std::string(mode) == "quick") {
         std::vector<Case> q;
-        for (size_t i : {size_t(0), size_t(6), size_t(13), size_t(25), size_t(31), size_t(33)}) q.push_back(out[i]);
+        for (size_t i : {size_t(0), size_t(6), size_t(13), size_t(25), size_t(31), size_t(33), size_t(34), size_t(36)})
+            q.push_back(out[i]);
         return q;
     }
     return out;
