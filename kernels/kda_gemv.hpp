@@ -19,12 +19,13 @@
 
 namespace monokda::gpu {
 
+// the ring's depth: kernels/kda_ordering.hpp (the ordering check holds its waits to it)
 #if MONOKDA_AMD
 constexpr bool kPollerWave = true;  // wave 0 polls, waves 1.. copy weights
-constexpr int kGemvStages = 8;      // 64 KB of LDS
+constexpr int kGemvStages = ordering::kGemvRingStagesAmd;
 #else
 constexpr bool kPollerWave = false;
-constexpr int kGemvStages = 16;
+constexpr int kGemvStages = ordering::kGemvRingStagesNvidia;
 #endif
 constexpr int kWaves = kThreads / kWave;
 

@@ -206,7 +206,7 @@ __device__ __forceinline__ bool batch_wait_x(const KdaArgs& a, Ctl& c, int& seen
             }
             int stop = 0;
             if (lane == 0)
-                stop = !spin(a, c, [&] { return ld_relaxed32(f + prefix); }, [&](uint32_t v) { return v == c.tag; },
+                stop = !spin(a, c, [&] { return ld_flag_peek(f + prefix); }, [&](uint32_t v) { return v == c.tag; },
                              uint32_t(Mailbox::XRDY), uint32_t(prefix));
             if (__shfl_sync(~0u, stop, 0)) {
                 ok = false;

@@ -5,6 +5,8 @@
 #pragma once
 #include <cstdint>
 
+#include "kernels/kda_ordering.hpp"  // the copy ring's depth, the peek's PTX marker
+
 #if defined(__HIP__) || defined(__HIP_PLATFORM_AMD__)
 #include <hip/hip_runtime.h>
 #define MONOKDA_AMD 1
@@ -87,6 +89,8 @@ __device__ __forceinline__ void st_relaxed(uint64_t* p, uint64_t v) {
 __device__ __forceinline__ uint32_t ld_relaxed32(const uint32_t* p) {
     return __hip_atomic_load(p, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
 }
+// A flag read relaxed, re-read with ld_acquire before what it guards is read (kernels/kda_ordering.hpp)
+__device__ __forceinline__ uint32_t ld_flag_peek(const uint32_t* p) { return ld_relaxed32(p); }
 // A CTA's hand-off: every thread writes, the block barrier, one thread's release store; the reader
 // acquires, the barrier, every thread reads. Here every thread also fences at device scope on both
 // sides (not measured without: no AMD GPU to run on).
@@ -137,6 +141,13 @@ __device__ __forceinline__ void st_relaxed(uint64_t* p, uint64_t v) {
 __device__ __forceinline__ uint32_t ld_relaxed32(const uint32_t* p) {
     uint32_t v;
     asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+// A flag read relaxed, re-read with ld_acquire before what it guards is read: the same load, marked
+// in the PTX so that the ordering check tells it from a relaxed poll (kernels/kda_ordering.hpp)
+__device__ __forceinline__ uint32_t ld_flag_peek(const uint32_t* p) {
+    uint32_t v;
+    asm volatile("ld.relaxed.gpu.global.u32 %0, [%1]; // " MONOKDA_PEEK_MARKER : "=r"(v) : "l"(p) : "memory");
     return v;
 }
 // A CTA's hand-off: every thread writes, the block barrier, one thread's release store (or: the
