@@ -62,6 +62,7 @@ TEST_CASE("fixture -> reference -> compare; the output holds every SPEC §2 name
     CHECK(in.metadata.at("conv_layout") == "ds");
     CHECK(in.metadata.at("block_write") == "1");
     CHECK(in.metadata.at("seed") == "4");
+    REQUIRE(in.get("conv_state").shape.size() == 3);
     CHECK(in.get("conv_state").shape[1] == 192);  // ds: [slots, C, W-2+L]
     REQUIRE(run_cli({"reference", fx, "-o", o32}).code == 0);
     REQUIRE(run_cli({"reference", fx, "-o", o64, "--f64", "--order", "split:4"}).code == 0);

@@ -19,6 +19,8 @@ using namespace monokda::test;
 namespace {
 
 std::vector<bf16> bf_rows(const Tensor& t, int64_t row0, int64_t rows) {
+    REQUIRE(!t.shape.empty());
+    REQUIRE(t.shape[0] >= row0 + rows);
     const int64_t width = t.numel() / t.shape[0];
     std::vector<bf16> all = t.as<bf16>();
     return std::vector<bf16>(all.begin() + row0 * width, all.begin() + (row0 + rows) * width);

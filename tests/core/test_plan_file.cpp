@@ -83,11 +83,11 @@ TEST_CASE("the file spells entries with every dim named, ranges compressed row-m
     CHECK(j.at("format") == "monokda-plan");
     CHECK(j.at("version") == 1);
     CHECK(j.at("mailboxes").at("PART").at("dims") == json::parse(R"([["row", 8], ["src", 5], ["slice", 16]])"));
-    const json& cta0 = j.at("ctas")[0].at("instrs");
-    CHECK(cta0[0].at("op") == "ATTN_PART");
-    CHECK(cta0[0].at("produces") == json::parse(R"(["PART[row 0..7][src 0..4][slice 0]"])"));
-    CHECK(cta0[1].at("op") == "ATTN_GATE");
-    CHECK(cta0[1].at("waits") == json::parse(R"(["PART[row 0][src 0..4][slice 0..15]"])"));
+    const json& cta0 = j.at("ctas").at(0).at("instrs");
+    CHECK(cta0.at(0).at("op") == "ATTN_PART");
+    CHECK(cta0.at(0).at("produces") == json::parse(R"(["PART[row 0..7][src 0..4][slice 0]"])"));
+    CHECK(cta0.at(1).at("op") == "ATTN_GATE");
+    CHECK(cta0.at(1).at("waits") == json::parse(R"(["PART[row 0][src 0..4][slice 0..15]"])"));
     // ATTN_MIX polls WGT row by row: one group a row
     const int mix = find_instr(p, 0, Op::ATTN_MIX);
     CHECK(cta0[size_t(mix)].at("waits") == json::parse(R"([{"each": "row", "on": "WGT[row 0..7]"}])"));

@@ -33,6 +33,7 @@ TEST_CASE("a fixture survives to_file / from_file unchanged, in both layouts") {
         StepInputs in = make_fixture(small(3, 2, 5, layout));
         TensorFile f = in.to_file();
         const int64_t expect_conv1 = layout == ConvLayout::sd ? in.cfg.conv_len() : in.cfg.C;
+        REQUIRE(f.get("conv_state").shape.size() == 3);
         CHECK(f.get("conv_state").shape[1] == expect_conv1);
         StepInputs back = StepInputs::from_file(f);
         TensorFile g = back.to_file();

@@ -594,8 +594,10 @@ TEST_CASE("k3 placement: up to 15 rows attn and band TPC pairs alternate; from 1
     for (int k = 0; k < 66; ++k) CHECK(p.first_role(p.list_at(2 * k)) == p.first_role(p.list_at(2 * k + 1)));
     // the device gets the lists in launch order
     const std::vector<int32_t> w = p.serialize();
+    REQUIRE(Plan::read_header(w).blocks == 132);  // the buffer holds what its header says
     const int32_t* begin = &w[sizeof(PlanHeader) / 4 + 2 * kMailboxCount];
     const int32_t* words = begin + 133;
+    REQUIRE(begin[0] == 0);  // with each list's length required below, every index stays inside
     for (int b = 0; b < 132; ++b) {
         const auto& l = p.instrs(p.list_at(b));
         REQUIRE(begin[b + 1] - begin[b] == int(l.size()));
@@ -693,7 +695,7 @@ TEST_CASE("flat serialisation: header, offsets and instruction words round-trip"
     CHECK(w[hw + kMailboxCount + int(Mailbox::WGT)] == 4 + 2);
     const int32_t* begin = &w[hw + 2 * kMailboxCount];
     const int32_t* words = begin + h.blocks + 1;
-    CHECK(begin[0] == 0);
+    REQUIRE(begin[0] == 0);  // with each list's length required below, every index stays inside
     CHECK(begin[h.blocks] == h.total_instrs);
     for (int cta = 0; cta < h.blocks; ++cta) {
         REQUIRE(begin[cta + 1] - begin[cta] == int(p.instrs(cta).size()));

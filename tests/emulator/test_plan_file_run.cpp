@@ -90,6 +90,7 @@ TEST_CASE("a dropped XRDY wait in a file is a real dropped wait: the gemv CTA re
         INFO(r.report);
         CHECK(r.verdict == Verdict::VISIBILITY_FAULT);
         CHECK(r.run.entry == q.xrdy(4, 0));
+        REQUIRE(!r.run.named.empty());
         CHECK(r.run.named[0] == gemv);
         CHECK(contains(r.run.detail, "CTA " + std::to_string(gemv) + " (gemv) GEMV_GROUP"));
         CHECK(contains(r.run.detail, "XRDY[slice 4]"));

@@ -77,6 +77,8 @@ TEST_CASE("the generator's seed layout is the plan monokda builds from SPEC 4.1'
         CHECK(p.gemv_cta(0) == 56);
         CHECK(p.gemv_cta(1) == 56);  // two groups a gemv CTA
         CHECK(p.gemv_cta(2) == 57);
+        REQUIRE(p.blocks() > 56);
+        REQUIRE(!p.instrs(56).empty());
         CHECK(p.instrs(56)[0].opcode() == Op::GEMV_PREFETCH);  // the first group's weights at launch
         CHECK(p.n_chunks() == 8);                               // 16-row chunks
         CHECK(p.kda_cta(0, 0, 0) == 0);                         // kda tasks from CTA 0 on

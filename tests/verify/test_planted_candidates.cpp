@@ -137,6 +137,7 @@ TEST_CASE("planted: the conv output rounded twice, everything after recomputed f
     const Check& k = find(checks, "stage.qkv");
     INFO(all_lines(checks));
     CHECK(k.status == Status::failed);
+    REQUIRE(!k.numbers.empty());
     CHECK(k.numbers.front().second < 0.95);  // frac_identical: far below the floor, not a borderline
     CHECK(find(checks, "stage.o").status == Status::passed);  // later stages are consistent with it
     CHECK(find(checks, "stage.core_out").status == Status::passed);
@@ -225,6 +226,7 @@ TEST_CASE("planted: a tensor-core-like in_proj, 99.7 % identical: fails stage.pr
     INFO(all_lines(exact));
     CHECK(failed_names(exact).find("stage.proj") == 0);
     const Check& k = find(exact, "stage.proj");
+    REQUIRE(!k.numbers.empty());
     CHECK(k.numbers.front().second > 0.995);
     CHECK(k.numbers.front().second < 0.999);
     CHECK(k.first.tensor == "proj");
