@@ -84,6 +84,12 @@ struct KdaArgs {
     int w_evict_first;  // gemv pass: the weight's copies marked evict-first in L2
     int w_pace_ns;      // gemv pass: ns between the weight steps copied before x exists (LaunchOptions::weight_pace_ns)
     uint64_t* trace;  // null, or kTraceWords clock stamps a CTA (MONOKDA_TRACE, docs/performance.md)
+#if MONOKDA_STRESS
+    // the stress mode's knobs (kernels/kda_stress.hpp, LaunchOptions::stress): in MONOKDA_STRESS builds only
+    struct Stress {
+        uint32_t release_ns, hold_ns, hold_percent, seed, plant;
+    } stress;
+#endif
 };
 
 }  // namespace monokda::gpu

@@ -163,7 +163,7 @@ __device__ bool gemv_group(const KdaArgs& a, Ctl& c, GemvSmem& sm, int g) {
             sm.x[s][q * 4 + 2] = v.z;
             sm.x[s][q * 4 + 3] = v.w;
         }
-        async_wait<GemvSmem::kStages - 1>();  // slice j's weights have landed (this thread's copies)
+        ring_wait<GemvSmem::kStages - 1>(a);  // slice j's weights have landed (this thread's copies)
         __syncthreads();
         const int stage = j % GemvSmem::kStages;
         if (kExact) gemv_slice_exact<kPer>(sm, stage, S, j, total);

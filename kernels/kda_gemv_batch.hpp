@@ -390,7 +390,10 @@ __device__ bool gemv_batch(const KdaArgs& a, Ctl& c, const WeightMap* map, GemvB
     }
     fence_before_cta_release();
     __syncthreads();
-    if (threadIdx.x < G) st_release(a.flags + c.flag_off[int(Mailbox::PROJ)] + group0 + threadIdx.x, c.tag);
+    if (threadIdx.x < G) {
+        stress_before_store(a, c.tag, uint32_t(Mailbox::PROJ), uint32_t(group0) + threadIdx.x);
+        st_release(a.flags + c.flag_off[int(Mailbox::PROJ)] + group0 + threadIdx.x, c.tag);
+    }
     if (a.trace && threadIdx.x == 0) {
         const uint64_t t = now_ns();
         a.trace[blockIdx.x * kTraceWords + kTraceWords - 2] = t;

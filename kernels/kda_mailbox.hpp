@@ -7,6 +7,7 @@
 #pragma once
 #include "core/plan.hpp"
 #include "kernels/kda_args.hpp"
+#include "kernels/kda_stress.hpp"
 #include "kernels/vendor/gpu.hpp"
 
 namespace monokda::gpu {
@@ -113,6 +114,7 @@ __device__ __forceinline__ bool wait_tagged(const KdaArgs& a, const Ctl& c, Mail
 __device__ __forceinline__ void put_tagged(const KdaArgs& a, const Ctl& c, Mailbox box, int entry, int word,
                                            float value) {
     uint64_t* p = a.tagged + c.tagged_off[int(box)] + size_t(entry) * c.words[int(box)] + word;
+    stress_before_store(a, c.tag, uint32_t(box), uint32_t(entry) * 64u + uint32_t(word));
     st_relaxed(p, (uint64_t(c.tag) << 32) | f32_bits(value));
 }
 
@@ -124,8 +126,8 @@ __device__ bool wait_flags(const KdaArgs& a, const Ctl& c, Mailbox box, int n, E
     for (int i = t.tid; i < n && ok; i += t.n) {
         const int e = entry_of(i);
         const uint32_t* f = a.flags + c.flag_off[int(box)] + e;
-        if (ld_acquire(f) != c.tag)
-            ok = spin(a, c, [&] { return ld_acquire(f); }, [&](uint32_t x) { return x == c.tag; }, uint32_t(box),
+        if (flag_poll_load(a, f) != c.tag)
+            ok = spin(a, c, [&] { return flag_poll_load(a, f); }, [&](uint32_t x) { return x == c.tag; }, uint32_t(box),
                       uint32_t(e));
         fence_after_cta_acquire();
     }
@@ -157,7 +159,10 @@ __device__ __forceinline__ void publish_flag(const KdaArgs& a, const Ctl& c, Mai
                                              Team t = cta_team()) {
     fence_before_cta_release();
     t.sync();
-    if (t.tid == 0) st_release(a.flags + c.flag_off[int(box)] + entry, c.tag);
+    if (t.tid == 0) {
+        stress_before_store(a, c.tag, uint32_t(box), uint32_t(entry));
+        st_release(a.flags + c.flag_off[int(box)] + entry, c.tag);
+    }
 }
 
 }  // namespace monokda::gpu

@@ -9,6 +9,8 @@ const char* const kWhy =
     "this monokda was built without a GPU backend (configure with -DMONOKDA_CUDA=ON for NVIDIA sm_90a)";
 }
 
+bool kernel_has_stress_mode() { return false; }
+
 DeviceInfo probe() {
     DeviceInfo d;
     d.why = kWhy;
@@ -29,6 +31,7 @@ KdaRunner::~KdaRunner() = default;
 void KdaRunner::launch() { throw NoGpu(kWhy); }
 void KdaRunner::check() { throw NoGpu(kWhy); }
 void KdaRunner::restore_states() { throw NoGpu(kWhy); }
+void KdaRunner::set_activations(const StepInputs&) { throw NoGpu(kWhy); }
 void KdaRunner::capture_graph() { throw NoGpu(kWhy); }
 void KdaRunner::replay_graph() { throw NoGpu(kWhy); }
 StepOutputs<float> KdaRunner::outputs() const { throw NoGpu(kWhy); }

@@ -296,6 +296,7 @@ __global__ void __launch_bounds__(kThreads, 1) kda_pre_kernel(const KdaArgs a, c
         for (int l = b / kPerLine + lane; l * kPerLine < e; l += kWave) prefetch_l1(ins + l * kPerLine);
     }
     if (ok) ok = step_values_ok(a, c);
+    stress_hold(a, c.tag);  // a MONOKDA_STRESS build only (kernels/kda_stress.hpp)
     if (ok) run_instructions<kExactInProj>(a, c, &wmap, smem);
     async_wait<0>();
     __syncthreads();
@@ -320,6 +321,14 @@ void encode_weight_map(WeightMap& m, const bf16* w, uint32_t box_cols) {
 #endif
 
 }  // namespace
+
+bool kernel_has_stress_mode() {
+#if MONOKDA_STRESS
+    return true;
+#else
+    return false;
+#endif
+}
 
 DeviceInfo probe() {
     DeviceInfo d;
@@ -412,6 +421,14 @@ KdaLauncher::KdaLauncher(const Plan& plan, const LaunchOptions& opt) : impl_(new
     if (opt.weight_pace_ns < -1 || opt.weight_pace_ns > kMaxWeightPaceNs)
         bad_input("kda_pre: weight pace must be -1 (the launcher's choice) or 0.." + std::to_string(kMaxWeightPaceNs) +
                   " ns (got " + std::to_string(opt.weight_pace_ns) + ")");
+    const StressOptions& st = opt.stress;
+    if (st.release_delay_ns < 0 || st.release_delay_ns > kMaxStressDelayNs || st.hold_ns < 0 || st.hold_ns > kMaxStressDelayNs)
+        bad_input("kda_pre: stress delays must be 0.." + std::to_string(kMaxStressDelayNs) + " ns (got release " +
+                  std::to_string(st.release_delay_ns) + ", hold " + std::to_string(st.hold_ns) + ")");
+    if (st.hold_percent < 0 || st.hold_percent > 100)
+        bad_input("kda_pre: stress hold_percent must be 0..100 (got " + std::to_string(st.hold_percent) + ")");
+    if (st.any() && !kernel_has_stress_mode())
+        bad_input("kda_pre: stress options need the kernel built with MONOKDA_STRESS (the gpu stress test's)");
 #if !MONOKDA_NVIDIA
     if (opt.plant_copy_fault != LaunchOptions::CopyFault::none)
         bad_input("kda_pre: a planted copy fault needs the copy engine's copies (NVIDIA builds)");
@@ -491,6 +508,13 @@ void KdaLauncher::launch(const KdaTensors& t, void* stream) {
     a.trace = impl_->d_trace;
     a.w_evict_first = impl_->opt.weight_evict_first ? 1 : 0;
     a.w_pace_ns = impl_->pace_ns;
+#if MONOKDA_STRESS
+    const StressOptions& st = impl_->opt.stress;
+    a.stress = {uint32_t(st.release_delay_ns), uint32_t(st.hold_ns), uint32_t(st.hold_percent), st.seed,
+                st.plant == StressOptions::Plant::relaxed_poll ? kPlantRelaxedPoll
+                : st.plant == StressOptions::Plant::ring_short ? kPlantRingShort
+                                                               : kPlantNone};
+#endif
 #if MONOKDA_NVIDIA
     using Fault = LaunchOptions::CopyFault;
     const Fault fault = impl_->opt.plant_copy_fault;

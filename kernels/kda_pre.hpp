@@ -74,6 +74,24 @@ Plan device_plan(const Config& cfg, GemvBands bands = GemvBands::by_plan, int at
 // anything and the launcher reports what it found (KdaLauncher::check).
 void validate_tensors(const Config& cfg, const KdaTensors& t, bool export_handoffs);
 
+// The GPU stress mode (docs/kernel.md, "The stress mode"; kernels/kda_stress.hpp): only a kernel
+// built with MONOKDA_STRESS (the library monokda_kernels_stress, linked by the stress test alone)
+// takes these; the default launcher refuses them. Delays are drawn anew every launch.
+struct StressOptions {
+    int release_delay_ns = 0;  // before every hand-off store (flag release, tagged pair): a spin of 0..this
+    int hold_ns = 0;           // at entry, hold_percent % of the CTAs wait 0..hold_ns before their list
+    int hold_percent = 0;
+    uint32_t seed = 1;
+    // a planted bug, to show what the mode catches: every mailbox flag polled relaxed, or the exact
+    // in_proj body's cp.async ring waiting one stage short
+    enum class Plant { none, relaxed_poll, ring_short };
+    Plant plant = Plant::none;
+    bool any() const { return release_delay_ns != 0 || hold_ns != 0 || plant != Plant::none; }
+};
+constexpr int kMaxStressDelayNs = 1000000;
+// True for a kernel built with MONOKDA_STRESS.
+bool kernel_has_stress_mode();
+
 struct LaunchOptions {
     bool export_handoffs = false;  // also write o, and all of g1 (x, proj, qkv are always written)
     // in_proj in Plan::reduction_order()'s exact sum order (bit-identical to the reference's
@@ -99,6 +117,7 @@ struct LaunchOptions {
     // and refuses it.
     enum class CopyFault { none, x, weight };
     CopyFault plant_copy_fault = CopyFault::none;
+    StressOptions stress;  // a MONOKDA_STRESS kernel only (above)
 };
 constexpr int kWeightPaceNs = 1000, kMaxWeightPaceNs = 20000;
 
@@ -133,6 +152,7 @@ struct RunOptions {
     bool packed_state_pages = false;  // conv and ssm state of a slot in one page (strided slots)
     int64_t poll_timeout_ms = 2000;
     Placement placement = Placement::by_plan;  // device_plan
+    StressOptions stress;                       // LaunchOptions::stress
 };
 
 // Device copies of one fixture's tensors, a launcher, and the outputs.
@@ -148,6 +168,10 @@ public:
     void run() { launch(); check(); }
     // Puts blocks, conv_state and ssm_state back to the fixture's values (device to device).
     void restore_states();
+    // Uploads another step's activations (prefix, delta, blocks; blocks also as the value
+    // restore_states puts back) into the same buffers, so a captured graph replays on them; the
+    // weights, states and slots stay the runner's. BadInput unless `in` has the runner's config.
+    void set_activations(const StepInputs& in);
     // Records one launch into a graph (replacing any earlier one) and replays it.
     void capture_graph();
     void replay_graph();

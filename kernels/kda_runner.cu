@@ -99,6 +99,7 @@ KdaRunner::KdaRunner(const StepInputs& in, const RunOptions& opt) : impl_(new Im
     lo.export_handoffs = opt.export_handoffs;
     lo.poll_timeout_ms = opt.poll_timeout_ms;
     lo.exact_in_proj = opt.exact_in_proj;
+    lo.stress = opt.stress;
     m.launcher.reset(new KdaLauncher(device_plan(c, GemvBands::by_plan, 0, opt.placement), lo));
     check_hip(hipStreamCreateWithFlags(&m.stream, hipStreamNonBlocking), "creating a stream");
     check_hip(hipEventCreate(&m.ev0), "creating an event");
@@ -197,6 +198,27 @@ void KdaRunner::restore_states() {
     check_hip(hipMemcpyAsync(const_cast<void*>(m.t.blocks.data), m.blocks0, size_t(c.S()) * 8 * c.D * 2,
                              hipMemcpyDeviceToDevice, m.stream),
               "restoring blocks");
+}
+
+void KdaRunner::set_activations(const StepInputs& in) {
+    Impl& m = *impl_;
+    const Config& c = m.in.cfg;
+    if (in.cfg.R != c.R || in.cfg.L != c.L || in.cfg.nb != c.nb || in.cfg.D != c.D)
+        bad_input("set_activations: the step is R " + std::to_string(in.cfg.R) + " L " + std::to_string(in.cfg.L) +
+                  " nb " + std::to_string(in.cfg.nb) + ", the runner's R " + std::to_string(c.R) + " L " +
+                  std::to_string(c.L) + " nb " + std::to_string(c.nb));
+    const size_t S = size_t(c.S()), D = size_t(c.D);
+    if (in.prefix.size() != S * D || in.delta.size() != S * D || in.blocks.size() != S * 8 * D)
+        bad_input("set_activations: prefix, delta or blocks is not the step's size");
+    // on the runner's stream, so a graph replayed there after this sees them
+    check_hip(hipMemcpyAsync(const_cast<void*>(m.t.prefix.data), in.prefix.data(), S * D * 2, hipMemcpyHostToDevice, m.stream),
+              "uploading prefix");
+    check_hip(hipMemcpyAsync(const_cast<void*>(m.t.delta.data), in.delta.data(), S * D * 2, hipMemcpyHostToDevice, m.stream),
+              "uploading delta");
+    check_hip(hipMemcpyAsync(m.blocks0, in.blocks.data(), S * 8 * D * 2, hipMemcpyHostToDevice, m.stream), "uploading blocks");
+    check_hip(hipMemcpyAsync(const_cast<void*>(m.t.blocks.data), m.blocks0, S * 8 * D * 2, hipMemcpyDeviceToDevice, m.stream),
+              "uploading blocks");
+    check_hip(hipStreamSynchronize(m.stream), "uploading activations");  // the host vectors may go now
 }
 
 void KdaRunner::capture_graph() {

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The GPU checks on a machine with a device, from a build folder made elsewhere (carried), logs
 # and per-tensor tables to $OUT. Usage: tests/gpu/run_on_device.sh BUILD_DIR STEP...
-#   STEP: smoke | quick | sweep | launch | sanitize | bench | ctest
+#   STEP: smoke | quick | sweep | launch | sanitize | bench | stress | ctest
+# stress: the MONOKDA_STRESS kernel's graph replays (tests/gpu/test_stress.cpp), its table in
+# $OUT/stress.md, its output in $OUT/stress.log; MONOKDA_STRESS_REPLAYS replays a case and profile.
 set -uo pipefail
 B=$1; shift
 OUT=${OUT:-/tmp/monokda-out}
@@ -55,6 +57,12 @@ for step in "$@"; do
       # issue 6's harness (bench/), fused kda_pre against the unfused chain and the floor
       timeout 300 "$B/monokda" bench ${BENCH_ARGS:---shapes 1x1,2x4,8x8,64x1 --reps 50 --no-stages} -o "$OUT/perf.json" \
         2>&1 | tail -30 | tee -a "$OUT/bench.log"; rc=$((rc | ${PIPESTATUS[0]})) ;;
+    stress)
+      t0=$(date +%s)
+      MONOKDA_STRESS_REPLAYS=${MONOKDA_STRESS_REPLAYS:-48} timeout 300 "$B/tests/test_gpu_stress" > "$OUT/stress.log" 2>&1; r=$?
+      tail -30 "$OUT/stress.log"
+      echo "stress: exit $r after $(( $(date +%s) - t0 )) s, MONOKDA_STRESS_REPLAYS=${MONOKDA_STRESS_REPLAYS:-48}" | tee -a "$OUT/stress.md"
+      rc=$((rc | r)) ;;
     ctest)
       (cd "$B" && timeout 580 ctest -L gpu --output-on-failure) 2>&1 | tail -30 | tee -a "$OUT/ctest.log"; rc=$((rc | ${PIPESTATUS[0]})) ;;
     *) echo "unknown step $step"; rc=2 ;;

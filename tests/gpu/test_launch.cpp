@@ -104,6 +104,10 @@ TEST_CASE("launch options out of range are refused before anything runs") {
     lo.poll_timeout_ms = 2000;
     lo.weight_pace_ns = gpu::kMaxWeightPaceNs;  // the largest pace still launches
     CHECK_NOTHROW(gpu::KdaLauncher(plan, lo));
+    // the stress mode's options need its own kernel build (tests/gpu/test_stress.cpp)
+    REQUIRE_FALSE(gpu::kernel_has_stress_mode());
+    lo.stress.release_delay_ns = 100;
+    CHECK_THROWS_WITH_AS(gpu::KdaLauncher(plan, lo), doctest::Contains("MONOKDA_STRESS"), BadInput);
 }
 
 TEST_CASE("a mailbox that is never filled: the polls give up and the error names the entry") {
