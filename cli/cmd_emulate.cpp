@@ -28,7 +28,7 @@ static std::string matching_preset(const Config& c, bool needed) {
 
 int cmd_emulate(const Args& args) {
     po::options_description opts("monokda emulate");
-    std::string fixture, config, schedule, inject, timeline, trace, out, env_out, env_in, replay, gemv, plan_file;
+    std::string fixture, config, schedule, inject, detectors_off, timeline, trace, out, env_out, env_in, replay, gemv, plan_file;
     int R, L, nb, blocks, resident, steps, orders, sweep, teams;
     uint64_t seed, fseed;
     opts.add_options()
@@ -55,6 +55,9 @@ int cmd_emulate(const Args& args) {
          "kda tasks a CTA runs side by side (the NVIDIA kernel: 2; 1: the list order)")
         ("inject", po::value(&inject)->default_value("none"), "plant a protocol fault (see --list-faults)")
         ("list-faults", "list the faults --inject knows and exit")
+        ("detectors-off", po::value(&detectors_off)->default_value("none"),
+         "switch detectors off, NAME[+NAME...] (see --list-detectors): does a fault pass without them?")
+        ("list-detectors", "list the detectors, the verdict of each and what only it catches, and exit")
         ("timeline", po::value(&timeline), "write the schedule as an SVG: one lane per CTA")
         ("trace", po::value(&trace),
          "write the run as a Chrome/Perfetto trace (JSON trace events: a track a CTA, a slice an instruction, flows "
@@ -74,12 +77,20 @@ int cmd_emulate(const Args& args) {
     if (!parse_args(args,
                     "monokda emulate [FIXTURE] [--plan FILE] [--config k3|small] [--R 2] [--L 4] [--nb 4] [--blocks N] [--gemv-bands auto|spec|every] "
                     "[--schedule random|pct|rr|delay:ROLE] [--seed S] [--resident N] [--steps K] [--amd] [--kda-teams N] "
-                    "[--inject NAME] [--list-faults] [--timeline F] [--trace F] [-o OUT] [--envelope-out F] [--sweep N] "
+                    "[--inject NAME] [--list-faults] [--detectors-off LIST] [--list-detectors] [--timeline F] [--trace F] [-o OUT] [--envelope-out F] [--sweep N] "
                     "[--replay TOKEN]",
                     opts, pos, vm))
         return 0;
     if (vm.count("list-faults")) {
         for (const auto& f : fault_list()) std::cout << f.name << std::string(24 - std::string(f.name).size(), ' ') << f.what << "\n";
+        return 0;
+    }
+    if (vm.count("list-detectors")) {
+        for (const auto& d : detector_list())
+            std::cout << d.name << std::string(20 - std::string(d.name).size(), ' ') << to_string(d.verdict) << ": "
+                      << d.what << "\n" << std::string(20, ' ') << "alone catches: "
+                      << (d.sole == Fault::none ? std::string(d.planted) : std::string("--inject ") + to_string(d.sole))
+                      << "\n";
         return 0;
     }
     // every output path checked before any work; the outputs are written at the end, as one set
@@ -110,6 +121,7 @@ int cmd_emulate(const Args& args) {
     require_range("--kda-teams", teams, 1, 8);
     o.kda_teams = teams;
     o.fault = parse_fault(inject);
+    o.detectors = DetectorSet::parse_off(detectors_off);
     require_range("--sweep", sweep, 0, 100000);
     if (!plan_file.empty()) {
         for (const char* k : {"blocks", "gemv-bands", "config", "R", "L", "nb"})

@@ -1,4 +1,4 @@
-// The emulator's diagnosis: the closed set of verdicts, fail() (which records one and stops the run),
+// The emulator's diagnosis: fail() (which records a detector's verdict and stops the run),
 // the wait-for chain of a hang (DEADLOCK or LIVELOCK), names of CTAs, entries and elements for the
 // details, and the history a failure prints (format_event, format_history).
 #include "emulator/machine_impl.hpp"
@@ -8,22 +8,6 @@
 #include <map>
 
 namespace monokda::emu {
-
-const char* to_string(Verdict v) {
-    switch (v) {
-        case Verdict::PASS: return "PASS";
-        case Verdict::DEADLOCK: return "DEADLOCK";
-        case Verdict::LIVELOCK: return "LIVELOCK";
-        case Verdict::STALE_READ: return "STALE_READ";
-        case Verdict::VISIBILITY_FAULT: return "VISIBILITY_FAULT";
-        case Verdict::WRITE_CONFLICT: return "WRITE_CONFLICT";
-        case Verdict::WRONG_SPLIT: return "WRONG_SPLIT";
-        case Verdict::POLL_BEHIND_LOADS: return "POLL_BEHIND_LOADS";
-        case Verdict::WRONG_RESULT: return "WRONG_RESULT";
-        case Verdict::OUT_OF_ENVELOPE: return "OUT_OF_ENVELOPE";
-    }
-    return "?";
-}
 
 uint32_t next_epoch(uint32_t e) { return e == 0xffffffffu ? 1u : e + 1; }
 uint32_t prev_epoch(uint32_t e) { return e <= 1 ? 0xffffffffu : e - 1; }
@@ -47,8 +31,9 @@ static std::string group_label(const Plan& plan, const Instr& in, const MailboxR
 }
 
 // (named by reference: a by-value argument of a throwing [[noreturn]] call was freed twice by GCC 12 at -O3)
-void Machine::fail(Verdict v, const std::string& detail, const std::vector<int>& named, MailboxRef entry) {
-    res_.verdict = v;
+void Machine::fail(Detector d, const std::string& detail, const std::vector<int>& named, MailboxRef entry) {
+    res_.verdict = info(d).verdict;
+    res_.detector = d;
     res_.entry = entry;
     res_.detail = detail;
     res_.named = named;
@@ -145,11 +130,24 @@ void Machine::hang() {
     }
     std::string sum;
     for (auto& [box, n] : by_box) sum += (sum.empty() ? "" : ", ") + std::to_string(n) + " on " + box;
-    fail(v, std::string(v == Verdict::DEADLOCK ? "circular wait" : "a hand-off that will never arrive") +
+    const Detector d = v == Verdict::DEADLOCK ? Detector::deadlock : Detector::lost_handoff;
+    if (!on(d))  // the CTAs would spin on until the step budget ran out
+        no_progress("every resident CTA spins (" + sum + ") and nothing in flight can change what it sees; the " +
+                    "analysis of the hang (" + to_string(d) + ") is off");
+    fail(d, std::string(v == Verdict::DEADLOCK ? "circular wait" : "a hand-off that will never arrive") +
                 ": no CTA can make progress (" + std::to_string(spinning) + " resident CTAs spin: " + sum + "; " +
                 std::to_string(P_ - next_admit_) + " CTAs not yet resident, " + std::to_string(finished_) +
                 " finished). Wait-for chain:\n" + chain,
          seen_ctas, last);
+}
+
+// The watchdog's verdict, also for a hang whose own detector is off: a run that cannot go on is
+// never left spinning, whether or not the step budget is on.
+void Machine::no_progress(const std::string& why) {
+    fail(Detector::watchdog, why.empty() ? "no CTA completed a wait or an instruction in " +
+                                               std::to_string(opt_.watchdog_steps) + " scheduler steps"
+                                         : "no CTA can complete a wait or an instruction any more: " + why,
+         {});
 }
 
 MailboxRef Machine::awaited(int c) const {

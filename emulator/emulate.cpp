@@ -254,6 +254,72 @@ std::string values(const Config& c, const StepOutputs<float>& o, const std::stri
     return v;
 }
 
+// The run's report: the fixture, the plan, the run, the results and the envelope, the verdict with the
+// detector that gave it, the detail and history of a failure, and the replay line.
+std::string format_report(const Prepared& prep, const EmulateOptions& o, const EmulateResult& res, bool amd, int need,
+                          const std::string& results, const std::string& env) {
+    const Plan& plan = res.plan;
+    const Config& cfg = plan.config();
+    const PlanParams& pp = plan.params();
+    std::string r;
+    r += "monokda emulate: " + prep.fixture.str() + " (D " + std::to_string(cfg.D) + ", H " + std::to_string(cfg.H) +
+         ", K " + std::to_string(cfg.K) + ", R " + std::to_string(cfg.R) + ", L " + std::to_string(cfg.L) + ", nb " +
+         std::to_string(cfg.nb) + ", S " + std::to_string(cfg.S()) + ")\n";
+    if (!plan.source().empty() || o.plan)
+        r += "plan file " + (plan.source().empty() ? std::string("(in memory)") : plan.source()) + ": " +
+             (plan.name().empty() ? "" : plan.name() + ", ") + "target " + plan.target().name + ", " +
+             std::to_string(plan.co_resident()) + " co-resident" + (plan.target().cooperative ? " (cooperative)" : "") +
+             ", digest " + prep.plan_digest + "\n";
+    r += "plan: " + std::to_string(plan.launch_blocks()) + " CTAs: " + std::to_string(plan.n_attn_ctas()) + " attn (" +
+         (plan.attn_parts() > 1 ? std::to_string(plan.attn_parts()) + " row parts a slice, " : "") + "slices of " +
+         std::to_string(pp.slice_width) + "), in_proj in " + std::to_string(plan.n_groups()) + " groups of " +
+         std::to_string(pp.gemv_group_rows) + " on " + std::to_string(plan.n_gemv()) + " CTAs (" +
+         (o.plan ? "as the file deals them" : pp.gemv_every_cta ? "bands over every CTA" : "past the slices") +
+"), " + std::to_string(plan.n_kda_tasks()) + " kda tasks (" +
+         std::to_string(plan.n_chunks()) + " chunks of " + std::to_string(pp.kda_chunk_rows) + " rows); " +
+         (pp.interleave_ctas ? "launch order interleaved (runs of " + std::to_string(pp.interleave_width) +
+                                   " attn CTAs and " + std::to_string(pp.interleave_width) + " CTAs from " +
+                                   std::to_string(plan.n_attn_ctas()) + " on alternate launch CTAs, " +
+                                   std::to_string(plan.n_paired()) + " pairs); "
+                             : "") +
+         (o.kda_teams > 1 ? "kda in " + std::to_string(o.kda_teams) + " teams a CTA (" +
+                                std::to_string(plan.blocks() - plan.launch_blocks()) + " team lists after the CTAs); "
+                          : "");
+    const std::vector<std::string>& probs = res.problems;
+    r += probs.empty() ? "structure sound" : std::to_string(probs.size()) + " structural problem(s), first: " + probs[0];
+    r += "; needs " + std::to_string(need) + " co-resident CTAs (admitted in launch order)\n";
+    r += "run: schedule " + o.schedule.str() + " seed " + std::to_string(o.schedule.seed) + ", resident " +
+         std::to_string(res.resident) + ", steps " + std::to_string(res.steps) + " (epochs";
+    for (uint32_t e : res.run.epochs) r += " " + std::to_string(e);
+    r += "), AMD in-order loads " + std::string(amd ? "on" : "off") +
+         (o.fault == Fault::none ? "" : ", injected fault " + std::string(to_string(o.fault))) +
+         (o.detectors.all() ? "" : ", detectors off: " + o.detectors.off_str()) + "\n";
+    r += "  " + std::to_string(res.run.sched_steps) + " scheduler steps, " + std::to_string(res.run.ticks) + " ticks, " +
+         fmt("%.3f", res.seconds_run) + " s; " + std::to_string(res.run.steps_done) + " of " + std::to_string(res.steps) +
+         " steps completed";
+    if (res.run.verdict == Verdict::PASS)
+        r += o.detectors.all() ? "; deadlock-free; no stale read; no visibility fault\n"
+                               : "; no violation found by the detectors on\n";
+    else r += "\n";
+    r += results;
+    r += env;
+    r += std::string("VERDICT: ") + to_string(res.verdict) + "\n";
+    if (res.run.detector != Detector::none)
+        r += std::string("caught by: ") + to_string(res.run.detector) + " (" + info(res.run.detector).what + ")\n";
+    if (res.verdict == Verdict::PASS && !probs.empty())
+        r += "but the plan has " + std::to_string(probs.size()) + " structural problem(s) (monokda plan check lists them): " +
+             "the run passed, the plan does not; first: " + probs[0] + "\n";
+    if (res.verdict != Verdict::PASS) {
+        r += res.run.detail;
+        if (r.back() != '\n') r += "\n";
+        if (res.run.verdict != Verdict::PASS) r += format_history(plan, res.run, 30);
+    }
+    r += "replay: monokda emulate" + std::string(prep.fixture.file.empty() ? "" : " " + prep.fixture.file) +
+         (o.plan ? " --plan " + (plan.source().empty() ? std::string("PLAN_FILE") : plan.source()) : std::string()) + " --replay " +
+         res.token + "\n";
+    return r;
+}
+
 }  // namespace
 
 EmulateResult emulate(Prepared& prep, const EmulateOptions& o) {
@@ -265,6 +331,7 @@ EmulateResult emulate(Prepared& prep, const EmulateOptions& o) {
     MachineOptions mo;
     mo.schedule = o.schedule;
     mo.fault = o.fault;
+    mo.detectors = o.detectors;
     mo.progress = o.progress;
     mo.amd_in_order_loads = hooks.amd_in_order_loads(o.amd || res.plan.target().in_order_loads);
     mo.record_spans = o.timeline;
@@ -291,7 +358,8 @@ EmulateResult emulate(Prepared& prep, const EmulateOptions& o) {
     // results: bit for bit against the reference in the plan's order
     std::string results, pipeline;
     for (const std::string& n : output_names()) pipeline += (pipeline.empty() ? "" : ", ") + n;
-    if (res.verdict == Verdict::PASS) {
+    const bool compare = o.detectors.has(Detector::result);
+    if (res.verdict == Verdict::PASS && compare) {
         for (int k = 0; k < res.run.steps_done && res.verdict == Verdict::PASS; ++k) {
             Mismatch m = compare_outputs(cfg, res.run.outputs[size_t(k)], prep.refs[size_t(k)]);
             if (!m.found) continue;
@@ -303,6 +371,7 @@ EmulateResult emulate(Prepared& prep, const EmulateOptions& o) {
                                        ") " + plan.describe(plan.instrs(pv.cta[m.index])[size_t(pv.instr[m.index])]);
             std::string car = carrier(plan, m.tensor, m.index);
             res.verdict = Verdict::WRONG_RESULT;
+            res.run.detector = Detector::result;
             res.run.detail = "step " + std::to_string(k) + ": " + describe_element(plan, m.tensor, m.index) + " = " +
                              values(cfg, res.run.outputs[size_t(k)], m.tensor, m.index) + ", the reference in the plan's order gives " +
                              values(cfg, prep.refs[size_t(k)], m.tensor, m.index) + "; " + by +
@@ -313,6 +382,7 @@ EmulateResult emulate(Prepared& prep, const EmulateOptions& o) {
         if (res.verdict == Verdict::PASS)
             results = "results: all " + std::to_string(kOutputCount) + " outputs bit-identical to the reference in the plan's order, in every step\n";
     }
+    if (!compare) results = "results: not compared with the reference (detector result off)\n";
     // envelope (step 0)
     std::string env;
     if (prep.envelope && res.run.steps_done > 0) {
@@ -331,68 +401,16 @@ EmulateResult emulate(Prepared& prep, const EmulateOptions& o) {
         env = "envelope (" + prep.envelope_source + ": " + std::to_string(prep.envelope->orders.size()) +
               " reduction orders vs the f64 oracle, step 0): " +
               (inside ? "every output inside" : "OUTSIDE") + "\n" + format_envelope_checks(checks, *prep.envelope);
-        if (!inside && res.verdict == Verdict::PASS) {
+        if (!inside && res.verdict == Verdict::PASS && o.detectors.has(Detector::envelope)) {
             res.verdict = Verdict::OUT_OF_ENVELOPE;
+            res.run.detector = Detector::envelope;
             for (const auto& c : checks)
                 if (!c.inside) res.run.detail += (res.run.detail.empty() ? "" : "; ") + c.name + ": " + c.why;
         }
     }
 
-    // the report
-    const PlanParams& pp = plan.params();
-    std::string r;
-    r += "monokda emulate: " + prep.fixture.str() + " (D " + std::to_string(cfg.D) + ", H " + std::to_string(cfg.H) +
-         ", K " + std::to_string(cfg.K) + ", R " + std::to_string(cfg.R) + ", L " + std::to_string(cfg.L) + ", nb " +
-         std::to_string(cfg.nb) + ", S " + std::to_string(cfg.S()) + ")\n";
-    if (!plan.source().empty() || o.plan)
-        r += "plan file " + (plan.source().empty() ? std::string("(in memory)") : plan.source()) + ": " +
-             (plan.name().empty() ? "" : plan.name() + ", ") + "target " + plan.target().name + ", " +
-             std::to_string(plan.co_resident()) + " co-resident" + (plan.target().cooperative ? " (cooperative)" : "") +
-             ", digest " + prep.plan_digest + "\n";
-    r += "plan: " + std::to_string(plan.launch_blocks()) + " CTAs: " + std::to_string(plan.n_attn_ctas()) + " attn (" +
-         (plan.attn_parts() > 1 ? std::to_string(plan.attn_parts()) + " row parts a slice, " : "") + "slices of " +
-         std::to_string(pp.slice_width) + "), in_proj in " + std::to_string(plan.n_groups()) + " groups of " +
-         std::to_string(pp.gemv_group_rows) + " on " + std::to_string(plan.n_gemv()) + " CTAs (" +
-         (o.plan ? "as the file deals them" : pp.gemv_every_cta ? "bands over every CTA" : "past the slices") +
-"), " + std::to_string(plan.n_kda_tasks()) + " kda tasks (" +
-         std::to_string(plan.n_chunks()) + " chunks of " + std::to_string(pp.kda_chunk_rows) + " rows); " +
-         (pp.interleave_ctas ? "launch order interleaved (runs of " + std::to_string(pp.interleave_width) +
-                                   " attn CTAs and " + std::to_string(pp.interleave_width) + " CTAs from " +
-                                   std::to_string(plan.n_attn_ctas()) + " on alternate launch CTAs, " +
-                                   std::to_string(plan.n_paired()) + " pairs); "
-                             : "") +
-         (o.kda_teams > 1 ? "kda in " + std::to_string(o.kda_teams) + " teams a CTA (" +
-                                std::to_string(plan.blocks() - plan.launch_blocks()) + " team lists after the CTAs); "
-                          : "");
-    auto probs = plan.structural_problems();
-    res.problems = probs;
-    r += probs.empty() ? "structure sound" : std::to_string(probs.size()) + " structural problem(s), first: " + probs[0];
-    r += "; needs " + std::to_string(need) + " co-resident CTAs (admitted in launch order)\n";
-    r += "run: schedule " + o.schedule.str() + " seed " + std::to_string(o.schedule.seed) + ", resident " +
-         std::to_string(res.resident) + ", steps " + std::to_string(res.steps) + " (epochs";
-    for (uint32_t e : res.run.epochs) r += " " + std::to_string(e);
-    r += "), AMD in-order loads " + std::string(mo.amd_in_order_loads ? "on" : "off") +
-         (o.fault == Fault::none ? "" : ", injected fault " + std::string(to_string(o.fault))) + "\n";
-    r += "  " + std::to_string(res.run.sched_steps) + " scheduler steps, " + std::to_string(res.run.ticks) + " ticks, " +
-         fmt("%.3f", res.seconds_run) + " s; " + std::to_string(res.run.steps_done) + " of " + std::to_string(res.steps) +
-         " steps completed";
-    if (res.run.verdict == Verdict::PASS) r += "; deadlock-free; no stale read; no visibility fault\n";
-    else r += "\n";
-    r += results;
-    r += env;
-    r += std::string("VERDICT: ") + to_string(res.verdict) + "\n";
-    if (res.verdict == Verdict::PASS && !probs.empty())
-        r += "but the plan has " + std::to_string(probs.size()) + " structural problem(s) (monokda plan check lists them): " +
-             "the run passed, the plan does not; first: " + probs[0] + "\n";
-    if (res.verdict != Verdict::PASS) {
-        r += res.run.detail;
-        if (r.back() != '\n') r += "\n";
-        if (res.run.verdict != Verdict::PASS) r += format_history(plan, res.run, 30);
-    }
-    r += "replay: monokda emulate" + std::string(prep.fixture.file.empty() ? "" : " " + prep.fixture.file) +
-         (o.plan ? " --plan " + (plan.source().empty() ? std::string("PLAN_FILE") : plan.source()) : std::string()) + " --replay " +
-         res.token + "\n";
-    res.report = r;
+    res.problems = plan.structural_problems();
+    res.report = format_report(prep, o, res, mo.amd_in_order_loads, need, results, env);
     return res;
 }
 

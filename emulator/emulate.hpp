@@ -35,6 +35,7 @@ struct EmulateOptions {
     int steps = 1;
     bool amd = false;            // AMD in-order load retirement
     Fault fault = Fault::none;
+    DetectorSet detectors;       // the checks that may fail the run (all; detectors.hpp)
     int envelope_orders = 0;     // 0: the built-in envelope if the fixture has one, else measure 8 (k3) or
                                  // 12 orders; N > 0: measure N; -1: no envelope check
     std::string envelope_in;     // use a saved envelope instead of computing one

@@ -32,6 +32,19 @@ const std::vector<FaultInfo>& fault_list() {
          "attn CTA 1's x store loop starts one column late: the first column of slice 1 is never stored"},
         {Fault::g1_share_short, "g1_share_short",
          "kda task (r 0, h 0, chunk 1) stores its share of g1 one column short (a plan with chunks a head)"},
+        {Fault::gate_polls_last_partial, "gate_polls_last_partial",
+         "CTA 0's gate of row 0 polls only the last source's PART of each slice, as if a slice's partials "
+         "landed in the order stored (a race: only delayed visibility shows it, where the delays reorder them)",
+         true},
+        {Fault::g1_share_long, "g1_share_long",
+         "kda task (r 0, h 0, chunk 0) stores its share of g1 one column long, the same value into chunk 1's "
+         "first column (a plan with chunks a head; only the write-conflict check shows it)"},
+        {Fault::kda_loads_at_start, "kda_loads_at_start",
+         "AMD in-order loads on; the CTA of kda task (0, 0, 0) issues its KDA_LOAD at kernel start, before its "
+         "attn role, so its attn polls sit behind those loads (often landed by then, never used)"},
+        {Fault::decay_fast_exp, "decay_fast_exp",
+         "kda task (r 0, h 0, chunk 0) takes its state decay as exp2(gate log2 e), as a fast exp does, where the "
+         "reference takes exp(gate): an ulp here and there, inside the envelope (only the bit comparison shows it)"},
     };
     return list;
 }
@@ -56,8 +69,9 @@ Fault parse_fault(const std::string& name) {
 // ---------------------------------------------------------------- plan faults
 Plan apply_plan_fault(const Plan& plan, Fault f) {
     Plan p = plan;
-    if (f == Fault::g1_share_short && p.n_chunks() < 2)
-        bad_input("fault g1_share_short needs a plan with chunks a head (this step runs one kda task a head)");
+    if ((f == Fault::g1_share_short || f == Fault::g1_share_long) && p.n_chunks() < 2)
+        bad_input(std::string("fault ") + to_string(f) +
+                  " needs a plan with chunks a head (this step runs one kda task a head)");
     if (f == Fault::slice_off_by_one) {
         if (p.n_attn() < 3) bad_input("fault slice_off_by_one needs at least 3 attn slices");
         const auto& l = p.instrs(1);
@@ -79,6 +93,20 @@ Plan apply_plan_fault(const Plan& plan, Fault f) {
             }
         if (pre.size() < 2) bad_input("fault poll_behind_loads needs a gemv CTA with two groups or more (fewer blocks)");
         for (size_t i = 0; i < pre.size(); ++i) p.insert_instr(cta, int(i), pre[i]);
+    } else if (f == Fault::kda_loads_at_start) {
+        // task (0, 0, 0)'s KDA_LOAD to the front of its CTA's list, ahead of the CTA's other role
+        const int cta = p.kda_cta(0, 0, 0);
+        if (cta < 0) bad_input("fault kda_loads_at_start needs a plan that runs kda task (0, 0, 0)");
+        const auto& l = p.instrs(cta);
+        int at = -1;
+        for (int i = 0; i < int(l.size()); ++i)
+            if (l[size_t(i)].opcode() == Op::KDA_LOAD && l[size_t(i)].a == 0 && l[size_t(i)].b == 0 && l[size_t(i)].c == 0) at = i;
+        bool polls_before = false;
+        for (int i = 0; i < at; ++i) polls_before |= !p.waits(cta, i).empty();
+        if (!polls_before) bad_input("fault kda_loads_at_start needs kda task (0, 0, 0) on a CTA that polls before it");
+        const Instr load = l[size_t(at)];
+        p.erase_instr(cta, at);
+        p.insert_instr(cta, 0, load);
     }
     return p;
 }
@@ -86,7 +114,9 @@ Plan apply_plan_fault(const Plan& plan, Fault f) {
 // ---------------------------------------------------------------- launch
 int FaultHooks::launches(int steps) const { return std::max(steps, fault == Fault::epoch_by_value ? 2 : 1); }
 int FaultHooks::resident(int resident, int need) const { return fault == Fault::too_few_resident ? need - 1 : resident; }
-bool FaultHooks::amd_in_order_loads(bool asked) const { return asked || fault == Fault::poll_behind_loads; }
+bool FaultHooks::amd_in_order_loads(bool asked) const {
+    return asked || fault == Fault::poll_behind_loads || fault == Fault::kda_loads_at_start;
+}
 void FaultHooks::require(const Config& cfg) const {
     if (fault == Fault::wrong_accepted_window && cfg.L < 2) bad_input("fault wrong_accepted_window needs L >= 2");
 }
@@ -100,6 +130,12 @@ bool FaultHooks::uses_slice_before_poll(const Plan& plan, int cta, const Instr& 
 }
 bool FaultHooks::skips_waits(const Instr& in) const {
     return fault == Fault::kda_skips_proj_wait && in.opcode() == Op::KDA_CONV && in.a == 0 && in.b == 0 && in.c == 0;
+}
+bool FaultHooks::skips_wait(const Plan& plan, const Instr& in, const MailboxRef& e) const {
+    if (fault != Fault::gate_polls_last_partial || in.opcode() != Op::ATTN_GATE || in.a != 0 || e.box != Mailbox::PART)
+        return false;
+    const int nb = plan.config().nb, src = e.entry / plan.n_attn() % (nb + 1);  // PART [row][src][slice]
+    return src < nb;
 }
 
 // ---------------------------------------------------------------- attn bodies
@@ -118,7 +154,12 @@ int FaultHooks::accepted(int r, int a, int L) const {
     return fault == Fault::wrong_accepted_window && r == 0 ? a % L + 1 : a;
 }
 int FaultHooks::g1_share(int r, int h, int ch, int share) const {
-    return fault == Fault::g1_share_short && r == 0 && h == 0 && ch == 1 ? share - 1 : share;
+    if (fault == Fault::g1_share_short && r == 0 && h == 0 && ch == 1) return share - 1;
+    if (fault == Fault::g1_share_long && r == 0 && h == 0 && ch == 0) return share + 1;
+    return share;
+}
+bool FaultHooks::fast_exp_decay(int r, int h, int ch) const {
+    return fault == Fault::decay_fast_exp && r == 0 && h == 0 && ch == 0;
 }
 
 }  // namespace monokda::emu

@@ -29,12 +29,19 @@ enum class Fault {
     wrong_accepted_window,  // request 0's kda tasks use another num_accepted for the conv window and state
     x_store_off_by_one,     // attn CTA 1's x store loop starts one column late: the slice's first column is never stored
     g1_share_short,         // kda task (r 0, h 0, chunk 1) stores its g1 share one column short (needs chunks)
+    // each caught by one detector alone (emulator/detectors.hpp names which)
+    gate_polls_last_partial,  // CTA 0's gate of row 0 polls only the last source's PART of each slice
+    g1_share_long,          // kda task (r 0, h 0, chunk 0) stores its g1 share one column long, into chunk 1's
+    kda_loads_at_start,     // (AMD knob on) task (0, 0, 0)'s CTA issues its KDA_LOAD before its attn role
+    decay_fast_exp,         // kda task (r 0, h 0, chunk 0) takes its decay as exp2(x log2 e), not exp(x)
 };
 
 struct FaultInfo {
     Fault fault;
     const char* name;
     const char* what;
+    // a race: only schedules whose store delays reorder its stores show it (the others pass, rightly)
+    bool race = false;
 };
 const std::vector<FaultInfo>& fault_list();
 const char* to_string(Fault f);
@@ -56,6 +63,7 @@ struct FaultHooks {
     uint32_t kernel_epoch(uint32_t launcher_epoch, uint32_t first_epoch) const;  // epoch_by_value
     bool uses_slice_before_poll(const Plan& plan, int cta, const Instr& in) const;  // x_before_flag
     bool skips_waits(const Instr& in) const;             // kda_skips_proj_wait
+    bool skips_wait(const Plan& plan, const Instr& in, const MailboxRef& e) const;  // gate_polls_last_partial
     // attn bodies (roles/attn.cpp)
     void gate_partials(int cta, int row, int src, std::vector<MailboxRef>& used) const;  // partial_counted_twice
     uint32_t wgt_tag(int cta, int row, uint32_t epoch) const;                          // stale_epoch_tag
@@ -64,7 +72,8 @@ struct FaultHooks {
     bool xrdy_release(int cta) const;                    // flag_before_data
     // kda bodies (roles/kda.cpp)
     int accepted(int r, int a, int L) const;             // wrong_accepted_window: the num_accepted a task uses
-    int g1_share(int r, int h, int ch, int share) const; // g1_share_short: columns of g1 a chunk stores
+    int g1_share(int r, int h, int ch, int share) const; // g1_share_short, g1_share_long: columns of g1 a chunk stores
+    bool fast_exp_decay(int r, int h, int ch) const;     // decay_fast_exp: the decay as exp2(gate log2 e)
 };
 
 }  // namespace monokda::emu

@@ -107,10 +107,7 @@ void Machine::run_step(const StepInputs& in, const StepRows& rows, int k, uint32
         step(c);
         ++now_;
         ++res_.sched_steps;
-        if (res_.sched_steps - last_progress_ > opt_.watchdog_steps) {
-            fail(Verdict::LIVELOCK, "no CTA completed a wait or an instruction in " +
-                                        std::to_string(opt_.watchdog_steps) + " scheduler steps", {});
-        }
+        if (on(Detector::watchdog) && res_.sched_steps - last_progress_ > opt_.watchdog_steps) no_progress("");
     }
     // the launch ends when every store has landed
     for (int m = 0; m < SP_COUNT; ++m)
@@ -182,13 +179,18 @@ void Machine::step(int cta) {
         }
         const bool skip = hooks_.skips_waits(in);
         if (!skip && opt_.amd_in_order_loads) {
+            // outstanding until their task has used them, not until they happened to land in this run
             for (const Load& l : c.loads)
-                if (l.unit != unit_of(in))
-                    fail(Verdict::POLL_BEHIND_LOADS,
+                if (l.unit != unit_of(in) && on(Detector::poll_behind_loads))
+                    fail(Detector::poll_behind_loads,
                          who_now(cta) + " polls " + plan_.entry_name(waits[c.wpos].entry) +
                              " while the weight loads issued by " + unit_name(cta, l) +
                              " (another task, not yet used) are outstanding: with in-order load retirement the " +
-                             "poll completes only after them",
+                             "poll completes only after them (" +
+                             (l.retire_at > now_ ? "in flight until t=" + std::to_string(l.retire_at)
+                                                 : "landed at t=" + std::to_string(l.retire_at) +
+                                                       " in this run, which a device under load does not promise") +
+                             ")",
                          {cta}, waits[c.wpos].entry);
             int64_t any = loads_until(c, INT64_MIN);
             if (any != INT64_MIN) {
@@ -200,7 +202,7 @@ void Machine::step(int cta) {
         for (size_t k = c.wpos; k < gend; ++k) {
             const MailboxRef e = waits[k].entry;
             if (c.acquired[size_t(e.box)][size_t(e.entry)]) continue;
-            if (skip) continue;
+            if (skip || hooks_.skips_wait(plan_, in, e)) continue;
             if (entry_ready(cta, e)) acquire(cta, e);
             else all = false;
         }

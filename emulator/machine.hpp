@@ -17,25 +17,11 @@
 
 #include "core/plan.hpp"
 #include "core/step.hpp"
+#include "emulator/detectors.hpp"
 #include "emulator/faults.hpp"
 #include "emulator/schedule.hpp"
 
 namespace monokda::emu {
-
-// The closed set of outcomes, printed in capitals.
-enum class Verdict {
-    PASS,
-    DEADLOCK,           // circular wait: through mailboxes, or through residency (a needed CTA never gets a place)
-    LIVELOCK,           // CTAs spin forever on a hand-off nothing will deliver (lost store, wrong epoch tag)
-    STALE_READ,         // a CTA consumed a value stored in an earlier step (or never stored)
-    VISIBILITY_FAULT,   // a CTA read data not ordered after its store by a release/acquire chain
-    WRITE_CONFLICT,     // two CTAs stored the same word in one step
-    WRONG_SPLIT,        // a reduction combined other partials than the plan's split, or in another order
-    POLL_BEHIND_LOADS,  // AMD in-order loads: a poll waits behind another task's weight loads
-    WRONG_RESULT,       // outputs differ from the reference in the plan's reduction order
-    OUT_OF_ENVELOPE,    // outputs outside the reduction-order envelope
-};
-const char* to_string(Verdict v);
 
 struct MachineOptions {
     Schedule schedule;
@@ -46,6 +32,7 @@ struct MachineOptions {
     bool record_spans = false;        // keep run/wait spans for the timeline
     int64_t watchdog_steps = 2000000; // scheduler steps without any instruction progress: LIVELOCK
     bool progress = false;            // show the launches' progress on stderr (core/progress.hpp)
+    DetectorSet detectors;            // the checks that may end the run (all; detectors.hpp)
 };
 
 enum class EventKind : uint8_t { admit, begin, acquire, spin, store, data, loads, finish, done, violation };
@@ -75,6 +62,7 @@ struct Provenance {
 
 struct MachineResult {
     Verdict verdict = Verdict::PASS;
+    Detector detector = Detector::none;  // which detector gave the verdict
     std::string detail;           // the violation, or the wait-for chain
     std::vector<int> named;       // CTAs the detail names
     MailboxRef entry{Mailbox::count, 0};  // the mailbox entry the verdict is about (count: none)

@@ -118,7 +118,8 @@ private:
     int width(int sp) const { return plan_.handoff_cols(handoff(sp)); }
     // A checked read of a hand-off element: it must follow this step's store of it through a
     // release/acquire chain (else VISIBILITY_FAULT), and a guard that was acquired must have
-    // delivered this step's value (else STALE_READ; both named by unordered_read).
+    // delivered this step's value (else STALE_READ; both named by unordered_read, which returns the
+    // value seen when the detector of the case is off).
     bf16 read_data(int cta, int sp, int row, int col) {
         const size_t i = size_t(row) * size_t(width(sp)) + size_t(col);
         const Word& w = word(sp, i);
@@ -126,9 +127,9 @@ private:
             if (&seen(cta, w) != &w.cur) throw std::logic_error("emulator: an ordered read did not see its store");
             return bf16::from_bits(uint16_t(w.cur.bits));
         }
-        unordered_read(cta, sp, row, col);
+        return unordered_read(cta, sp, row, col);
     }
-    [[noreturn]] void unordered_read(int cta, int sp, int row, int col);
+    bf16 unordered_read(int cta, int sp, int row, int col);
     bool entry_ready(int cta, MailboxRef e) const;
     void acquire(int cta, MailboxRef e);
     float read_tagged(int cta, MailboxRef e, int k);
@@ -143,8 +144,11 @@ private:
     int64_t loads_until(const Cta& c, int64_t unit) const;
 
     // ---- diagnosis.cpp: verdicts and names
-    [[noreturn]] void fail(Verdict v, const std::string& detail, const std::vector<int>& named,
+    bool on(Detector d) const { return opt_.detectors.has(d); }
+    // records detector d's verdict and stops the run
+    [[noreturn]] void fail(Detector d, const std::string& detail, const std::vector<int>& named,
                            MailboxRef entry = {Mailbox::count, 0});
+    [[noreturn]] void no_progress(const std::string& why);  // the watchdog's verdict
     [[noreturn]] void hang();
     MailboxRef awaited(int c) const;
     void log(EventKind k, int cta, int instr, MailboxRef e = {Mailbox::count, 0}, uint32_t tag = 0, int64_t aux = 0,
@@ -190,7 +194,10 @@ private:
     std::unique_ptr<Scheduler> sched_;
     std::vector<Cta> ctas_;
     std::vector<Word> mem_[SP_COUNT];
-    std::vector<std::vector<uint32_t>> flag_vc_[kMailboxCount];
+    // per flag entry, the vector clock its release carried: of the word's latest store and of the one
+    // other CTAs see until that lands (a poll joins the clock of the version it accepted)
+    struct FlagClocks { std::vector<uint32_t> cur, prev; };
+    std::vector<FlagClocks> flag_vc_[kMailboxCount];
     std::priority_queue<int64_t, std::vector<int64_t>, std::greater<int64_t>> events_;
     int64_t now_ = 0, last_event_ = -1, last_progress_ = 0;
     int P_ = 0;  // places: the launch's CTAs

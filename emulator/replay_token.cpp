@@ -73,6 +73,8 @@ const std::vector<Field>& fields() {
          [](O& o, S v) { o.amd = number("amd", v, 0, 1) == 1; }},
         {"inject", false, [](const O& o) { return std::string(to_string(o.fault)); },
          [](O& o, S v) { o.fault = parse_fault(v); }},
+        {"detectors-off", false, [](const O& o) { return o.detectors.off_str(); },
+         [](O& o, S v) { o.detectors = DetectorSet::parse_off(v); }},
     };
     return table;
 }
@@ -112,7 +114,7 @@ EmulateOptions apply_token(EmulateOptions o, const std::string& token) {
     o.fixture = defaults.fixture;
     o.blocks = defaults.blocks, o.gemv_bands = defaults.gemv_bands, o.kda_teams = defaults.kda_teams;
     o.schedule = defaults.schedule, o.resident = defaults.resident, o.steps = defaults.steps;
-    o.amd = defaults.amd, o.fault = defaults.fault, o.plan_digest.clear();
+    o.amd = defaults.amd, o.fault = defaults.fault, o.detectors = defaults.detectors, o.plan_digest.clear();
     std::set<std::string> seen;
     bool from_file = false;
     for (size_t i = 1; i < parts.size(); ++i) {

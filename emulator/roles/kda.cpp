@@ -82,6 +82,7 @@ void Machine::kda_rec(int cta, int r, int h, int ch) {
     Cta& c = ctas_[size_t(cta)];
     const int L = cfg_.L, K = cfg_.K, E = cfg_.E(), rows = plan_.params().kda_chunk_rows;
     const int v0 = ch * rows;
+    const bool fast_exp = hooks_.fast_exp_decay(r, h, ch);
     // C: g1 of the head's K key columns, made here by one task a head, else by the sibling chunks'
     // KDA_CONV (their shares, read through QK)
     if (plan_.n_chunks() == 1) make_g1(cta, r, h, 0, K);
@@ -114,7 +115,7 @@ void Machine::kda_rec(int cta, int r, int h, int ch) {
                 qn[size_t(k)] = (q[size_t(k)] / qd) * kscale;
                 kn[size_t(k)] = kk[size_t(k)] / kd;
                 const float gate = lb * sigmoid(A * (g1[size_t(t) * size_t(K) + size_t(k)] + in.dt_bias[size_t(h * K + k)]));
-                decay[size_t(k)] = std::exp(gate);
+                decay[size_t(k)] = fast_exp ? std::exp2(gate * 1.44269504f) : std::exp(gate);
             }
             for (int v = 0; v < rows; ++v)
                 for (int k = 0; k < K; ++k) St[size_t(v) * size_t(K) + size_t(k)] = St[size_t(v) * size_t(K) + size_t(k)] * decay[size_t(k)];

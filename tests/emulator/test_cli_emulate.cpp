@@ -67,6 +67,32 @@ TEST_CASE("faults exit 1 with their verdict; --list-faults lists them") {
     CHECK(contains(r.out, "history (last"));
 }
 
+TEST_CASE("--detectors-off: the fault passes without its detector, the token replays that; --list-detectors") {
+    CliResult l = run_cli({"emulate", "--list-detectors"});
+    CHECK(l.code == 0);
+    for (const auto& d : monokda::emu::detector_list()) CHECK(contains(l.out, d.name));
+    CHECK(contains(l.out, "alone catches: --inject g1_share_long"));
+    CliResult on = run_cli({"emulate", "--config", "small", "--inject", "g1_share_long", "--no-envelope"});
+    CHECK(on.code == 1);
+    CHECK(contains(on.out, "VERDICT: WRITE_CONFLICT\ncaught by: write_conflict ("));
+    CliResult off = run_cli({"emulate", "--config", "small", "--inject", "g1_share_long", "--no-envelope",
+                             "--detectors-off", "write_conflict+split_order"});
+    INFO(off.out);
+    CHECK(off.code == 0);
+    CHECK(contains(off.out, "detectors off: write_conflict+split_order"));
+    CHECK(contains(off.out, "no violation found by the detectors on"));
+    CHECK(contains(off.out, "VERDICT: PASS"));
+    const size_t at = off.out.find("--replay ");
+    REQUIRE(at != std::string::npos);
+    const std::string token = off.out.substr(at + 9, off.out.find('\n', at) - at - 9);
+    CHECK(contains(token, "detectors-off=write_conflict+split_order"));
+    CliResult again = run_cli({"emulate", "--replay", token, "--no-envelope"});
+    CHECK((again.code == 0 && contains(again.out, "VERDICT: PASS")));
+    CliResult bad = run_cli({"emulate", "--config", "small", "--detectors-off", "sanity"});
+    CHECK(bad.code == 2);
+    CHECK(contains(bad.out, "unknown detector 'sanity' (known: delayed_visibility, "));
+}
+
 TEST_CASE("outputs, envelope and timeline files; a fixture file as input") {
     TempDir dir("emulate");
     CliResult fx = run_cli({"fixture", "--config", "small", "--seed", "3", "-o", dir / "f.safetensors"});

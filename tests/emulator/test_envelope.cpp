@@ -107,6 +107,7 @@ TEST_CASE("saved and read back unchanged; bad files are bad input") {
     CHECK_THROWS_AS(read_envelope(path), BadInput);
 }
 
+// (the envelope detector's own plant, tests/emulator/test_detectors.cpp: it alone sees this)
 TEST_CASE("an envelope too tight for the plan's order gives OUT_OF_ENVELOPE; another fixture's is refused") {
     Envelope tight = small_envelope();
     for (auto& b : tight.outputs) {
@@ -125,8 +126,15 @@ TEST_CASE("an envelope too tight for the plan's order gives OUT_OF_ENVELOPE; ano
     EmulateResult r = emulate(p, o);
     INFO(r.report);
     CHECK(r.verdict == Verdict::OUT_OF_ENVELOPE);
+    CHECK(r.run.detector == Detector::envelope);  // the outputs equal the reference: no other detector sees it
+    CHECK(contains(r.report, "results: all 10 outputs bit-identical"));
     CHECK(contains(r.report, "OUTSIDE"));
     CHECK(contains(r.run.detail, "ssm_state"));  // the state is never identical to the f64 oracle
+    o.detectors = DetectorSet{}.without(Detector::envelope);
+    const EmulateResult off = emulate(p, o);
+    INFO(off.report);
+    CHECK(off.verdict == Verdict::PASS);
+    CHECK(contains(off.report, "OUTSIDE"));  // still measured and reported, no longer a verdict
 
     EmulateOptions other = o;
     other.fixture.seed = 2;

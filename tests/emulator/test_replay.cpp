@@ -94,11 +94,14 @@ TEST_CASE("the token names every field; an omitted field takes its option's defa
     o.steps = 3;
     o.amd = true;
     o.resident = 20;
+    o.detectors = DetectorSet{}.without(Detector::result).without(Detector::write_conflict);
     CHECK(make_token(o) == "v5,config=small,R=2,L=4,nb=4,fixture-seed=1,blocks=0,gemv-bands=auto,kda-teams=1,"
-                           "schedule=delay:cta:3,seed=77,resident=20,steps=3,amd=1,inject=stale_epoch_tag");
+                           "schedule=delay:cta:3,seed=77,resident=20,steps=3,amd=1,inject=stale_epoch_tag,"
+                           "detectors-off=write_conflict+result");
     // the same run, its fields shuffled and the defaults left out
     const EmulateOptions back = apply_token(EmulateOptions{}, "v5,inject=stale_epoch_tag,amd=1,steps=3,resident=20,"
-                                                              "seed=77,schedule=delay:cta:3,config=small");
+                                                              "detectors-off=result+write_conflict,seed=77,"
+                                                              "schedule=delay:cta:3,config=small");
     CHECK(make_token(back) == make_token(o));
     // every choice comes from the token: the caller's choices do not leak through
     EmulateOptions busy = o;
@@ -138,6 +141,8 @@ TEST_CASE("malformed replay tokens are bad input, naming what is wrong") {
                         Bad{"v5,amd=2", "amd must be 0..1"}, Bad{"v5,kda-teams=0", "kda-teams must be 1..8"},
                         Bad{"v5,nb=9", "nb must be 1..8"}, Bad{"v5,R=0", "R must be 1..4096"},
                         Bad{"v5,schedule=chaos", "schedule"}, Bad{"v5,inject=bogus", "unknown fault 'bogus'"},
+                        Bad{"v5,detectors-off=sanity", "unknown detector 'sanity'"},
+                        Bad{"v5,detectors-off=result+result", "detector 'result' is named twice"},
                         Bad{"v5,gemv-bands=all", "--gemv-bands must be auto, spec or every"},
                         Bad{"v5,fixture=mine.safetensors", "fixture must be 'file'"},
                         Bad{"v5,fixture=file,L=2", "contradicts the built-in fixture field L"},
