@@ -189,7 +189,7 @@ std::string cpu_markdown(const CpuBench& b) {
     std::ostringstream os;
     os << "## CPU benchmarks\n\n"
        << "Host " << b.host << " (" << b.cores << " cores), " << b.date << ", commit `" << b.commit << "`"
-       << (b.loadavg.empty() ? "" : ", load average at the start " + b.loadavg) << ". "
+       << (b.loadavg.empty() ? "" : ", load average at the start " + b.loadavg) << ", written by " << version_line() << ". "
        << "Wall-clock time of the whole command (process start to exit), median of the runs listed.\n\n"
        << "| what | command | median s | target s | verdict | runs s | CPU s a run (median) |\n|---|---|---|---|---|---|---|\n";
     for (const auto& r : b.rows) {
@@ -209,7 +209,8 @@ std::string cpu_markdown(const CpuBench& b) {
 std::string perf_markdown(const PerfRun& run, const CpuBench* cpu) {
     std::ostringstream os;
     os << "# kda_pre performance: " << run.device << "\n\n"
-       << "- date: " << run.date << "\n- commit: `" << run.commit << "`\n- device: " << run.device
+       << "- date: " << run.date << "\n- commit: `" << run.commit << "`\n- written by: " << version_line()
+       << "\n- device: " << run.device
        << "\n- command: `" << run.command << "`\n"
        << "- copy bandwidth (device-to-device, bytes read + written, measured in this run): "
        << fmt(run.copy_tb_s, 3) << " TB/s\n"
@@ -328,6 +329,7 @@ std::string perf_svg(const PerfRun& run) {
     std::ostringstream os;
     os << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H
        << "\" font-family=\"sans-serif\" font-size=\"12\">\n"
+       << "<!-- written by " << version_line() << " -->\n"
        << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
        << "<text x=\"" << x0 << "\" y=\"22\" font-size=\"14\">kda_pre step time, " << run.device << " (nb = "
        << (run.rows.empty() ? 0 : run.rows[0].nb) << ")</text>\n"

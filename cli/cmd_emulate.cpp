@@ -6,6 +6,7 @@
 #include "cli/options.hpp"
 #include "core/progress.hpp"
 #include "core/input_file.hpp"
+#include "core/version.hpp"
 #include "emulator/emulate.hpp"
 #include "emulator/replay_token.hpp"
 #include "emulator/timeline.hpp"
@@ -227,6 +228,7 @@ int cmd_emulate(const Args& args) {
             f.metadata["emulate_verdict"] = to_string(r.verdict);
             f.metadata["emulate_token"] = r.token;
             f.metadata["emulate_plan_order"] = r.plan.reduction_order().str();
+            stamp_version(f.metadata);  // as write_safetensors does: this one is written with the set
             set.add(out, serialize_safetensors(f));
             wrote.push_back(out);
         }

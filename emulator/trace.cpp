@@ -4,6 +4,8 @@
 #include <nlohmann/json.hpp>
 #include <tuple>
 
+#include "core/version.hpp"
+
 namespace monokda::emu {
 
 using ojson = nlohmann::ordered_json;
@@ -114,7 +116,8 @@ std::string trace_json(const Plan& plan, const MachineResult& r, const std::stri
     ojson doc = {{"traceEvents", ev},
                  {"displayTimeUnit", "ns"},
                  {"otherData", {{"title", title}, {"verdict", to_string(r.verdict)}, {"detail", r.detail},
-                                {"time", "emulator ticks, shown as microseconds"}}}};
+                                {"time", "emulator ticks, shown as microseconds"},
+                                {"monokda_version", version()}, {"monokda_commit", monokda::commit()}}}};
     return doc.dump() + "\n";
 }
 

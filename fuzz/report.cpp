@@ -7,6 +7,7 @@
 #include <set>
 
 #include "core/error.hpp"
+#include "core/version.hpp"
 
 namespace monokda::fuzz {
 
@@ -72,6 +73,8 @@ json report_json(const FuzzReport& rep, const FuzzOptions& opt, const Campaign& 
     for (const auto& f : rep.failures) failures.push_back(failure_json(f));
     return {{"kind", "monokda-fuzz-report"},
             {"format", kFormat},
+            {"monokda_version", version()},
+            {"monokda_commit", monokda::commit()},
             {"campaign", campaign_json(campaign, opt.shard_count)},
             {"shard", {{"index", opt.shard_index}, {"count", opt.shard_count}}},
             {"budget", {{"iters", opt.iters}, {"seconds", opt.seconds}}},
@@ -149,6 +152,8 @@ Merged merge_reports(const std::vector<std::string>& paths) {
     }
     m.report = {{"kind", "monokda-fuzz-report"},
                 {"format", kFormat},
+                {"monokda_version", version()},
+                {"monokda_commit", monokda::commit()},
                 {"campaign", first["campaign"]},
                 {"shard", nullptr},
                 {"shards", shards},

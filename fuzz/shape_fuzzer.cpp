@@ -16,6 +16,7 @@
 
 #include "core/atomic_write.hpp"
 #include "core/error.hpp"
+#include "core/version.hpp"
 #include "core/rng.hpp"
 #include "fuzz/checks.hpp"
 
@@ -66,7 +67,7 @@ std::string failure_text(const FuzzFailure& f) {
     if (!f.fixture_path.empty())
         t += "replay (shrunk): " + f.replay + "\n\nshrunk step: " + to_string(f.final_verdict.kind) + " " +
              f.final_verdict.check + ": " + f.final_verdict.detail + "\n";
-    return t;
+    return t + "\nwritten by " + version_line() + "\n";
 }
 
 // Keeps the lowest-index failure of each check; stops the run unless keep_going. A failure that

@@ -6,6 +6,7 @@
 
 #include "bench/perf_report.hpp"
 #include "core/error.hpp"
+#include "core/version.hpp"
 
 using namespace monokda;
 using namespace monokda::bench;
@@ -146,4 +147,20 @@ TEST_CASE("CPU results: median, verdicts, round trip") {
     CHECK(c.rows[0].median_s == 0.42);
     CHECK(c.rows[0].cpu_s == std::vector<double>{0.7, 0.9, 0.8});
     CHECK_FALSE(c.rows[2].measured);
+}
+
+TEST_CASE("every rendering names the monokda version and commit that wrote it: JSON, markdown, SVG") {
+    const std::string line = monokda::version_line();
+    const PerfRun run = make_run();
+    CHECK(perf_markdown(run).find("- written by: " + line + "\n") != std::string::npos);
+    CHECK(perf_svg(run).find("<!-- written by " + line + " -->") != std::string::npos);
+    for (const auto& j : {perf_json(run), perf_detail_json(run)}) {
+        CHECK(j.at("monokda_version") == monokda::version());
+        CHECK(j.at("monokda_commit") == monokda::commit());
+    }
+    CpuBench b;
+    b.host = "cpu", b.commit = "c", b.date = "d", b.cores = 2;
+    CHECK(cpu_markdown(b).find("written by " + line) != std::string::npos);
+    CHECK(cpu_json(b).at("monokda_version") == monokda::version());
+    CHECK(cpu_json(b).at("monokda_commit") == monokda::commit());
 }

@@ -223,17 +223,4 @@ TEST_CASE("the emulator's output passes, against a measured envelope and against
     CliResult other = run_cli({"verify", t / "other.safetensors", t / "emu.safetensors", "--envelope", t / "env.json"});
     CHECK(other.code == 2);
 }
-
-TEST_CASE("monokda --version names the version and commit; written files carry them") {
-    CliResult v = run_cli({"--version"});
-    CHECK(v.code == 0);
-    CHECK(has(v.out, std::string("monokda ") + version() + " (commit " + commit() + ")"));
-    TempDir t("verify_version");
-    write_step(t);
-    for (const char* f : {"step.safetensors", "ref.safetensors"}) {
-        const TensorFile g = read_safetensors(t / f);
-        CHECK(g.metadata.at("monokda_version") == version());
-        CHECK(g.metadata.at("monokda_commit") == commit());
-    }
-}
 }
