@@ -1,3 +1,5 @@
+// `monokda bench` on the GPU: the graph-replay timing of the fused kernel, the unfused chain and the
+// floor; the unfused chain's outputs and its check against the reference (bench/gpu_bench.hpp).
 #include "bench/gpu_bench.hpp"
 
 #include <algorithm>
@@ -17,6 +19,7 @@
 #include "bench/unfused_path.cuh"
 #include "core/compare.hpp"
 #include "core/error.hpp"
+#include "core/version.hpp"
 #include "core/fixture_gen.hpp"
 #include "reference/reference.hpp"
 #include "core/plan_policy.hpp"
@@ -427,6 +430,19 @@ void plant_bug(const std::string& what, const StepInputs& in, StepOutputs<float>
 
 }  // namespace
 
+StepOutputs<float> run_unfused(const StepInputs& in) {
+    int ndev = 0;
+    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev == 0) bad_input("no CUDA device found");
+    const Config& c = in.cfg;
+    Stream stream;
+    DeviceStepSet set(c, SetCapacity{c.S(), c.R, c.slots, c.conv_len()});
+    set.upload(in);
+    UnfusedPath up(c);
+    up.enqueue(set.ptrs(), stream.get());
+    MONOKDA_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
+    return set.download(c);
+}
+
 int run_unfused_check(const std::vector<CheckCase>& cases, const std::string& plant, std::ostream& report,
                       std::ostream& log) {
     int ndev = 0;
@@ -436,7 +452,7 @@ int run_unfused_check(const std::vector<CheckCase>& cases, const std::string& pl
     if (!plant.empty() && !kPlantable.count(plant))  // a bad name fails before any work
         bad_input("--plant: unknown tensor '" + plant + "' (x, proj, prefix_out, conv_state, o, core_out, ssm_state)");
     report << "# Unfused GPU chain (bench/unfused_path.cu) against the reference\n\n"
-           << "- device: " << prop.name << "\n- date: " << utc_now() << "\n"
+           << "- device: " << prop.name << "\n- date: " << utc_now() << "\n- written by: " << version_line() << "\n"
            << (plant.empty() ? "" : "- PLANTED BUG in '" + plant + "' (this run must fail)\n")
            << "- teacher forcing (SPEC §5): each reference stage is fed the GPU chain's own hand-offs; "
               "A is fed the fixture.\n\n"

@@ -11,6 +11,7 @@
 #include "bench/fused_step.hpp"
 #include "bench/perf_report.hpp"
 #include "core/config.hpp"
+#include "core/step.hpp"
 
 namespace monokda::bench {
 
@@ -43,6 +44,9 @@ struct CheckCase {
     std::string str() const;
 };
 std::vector<CheckCase> default_check_cases();
+// The unfused chain's outputs for one step, every hand-off included (x, proj, g1, qkv, o), as a
+// candidate of `monokda verify` (tests/gpu/test_verify_gpu.cpp). BadInput without a device.
+StepOutputs<float> run_unfused(const StepInputs& in);
 // plant: "" or a tensor name (x, proj, conv_state, o, core_out, ssm_state) whose GPU result is
 // corrupted after download, to show the check fires. Returns 0 when every check passes, 1 otherwise;
 // the report (markdown) goes to report.
