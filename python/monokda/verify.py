@@ -74,12 +74,11 @@ class VerifyReport:
         lines = [f"monokda verify: {len(self.failed)} of {len(self.checks)} checks failed"
                  f" (fixture {self.report.get('fixture', {}).get('path', '?')})"]
         for c in self.failed:
-            lines.append(f"  FAIL {c.get('name', '?')}: {c.get('summary') or c.get('detail') or ''}".rstrip())
+            lines.append(f"  FAIL {c.get('name', '?')}: {c.get('summary', '')}".rstrip())
             first = c.get("first")
             if first:
-                lines.append(f"       first difference: {_where(first)}")
-            if c.get("rest"):
-                lines.append(f"       and {c['rest']} more")
+                more = c.get("more", 0)
+                lines.append(f"       first difference: {_where(first)}" + (f" (and {more} more)" if more else ""))
         not_checked = [c.get("name", "?") for c in self.checks if _verdict(c) == "NOT CHECKED"]
         if not_checked:
             lines.append(f"  not checked: {', '.join(not_checked)}")
@@ -90,15 +89,16 @@ class VerifyReport:
 
 
 def _verdict(check):
-    return str(check.get("verdict", check.get("status", ""))).upper().replace("_", " ")
+    return str(check.get("status", "")).upper().replace("_", " ")
 
 
 def _where(first):
-    if not isinstance(first, dict):
-        return str(first)
-    parts = [f"{k} {first[k]}" for k in ("tensor", "request", "token", "head", "column", "slot") if k in first]
-    vals = [f"{k} {first[k]}" for k in ("got", "want") if k in first]
-    return ", ".join(parts) + (": " + ", ".join(vals) if vals else "")
+    """The report's first element as a line: "qkv (q) request 0 token 1 head 0 column 3: got (bits), expected (bits)"."""
+    if first.get("text"):
+        return first["text"]
+    where = first.get("tensor", "?") + (f" ({first['part']})" if first.get("part") else "")
+    where += "".join(f" {k} {v}" for k, v in first.get("at", {}).items())
+    return f"{where}: {first.get('candidate')} ({first.get('candidate_bits')}), expected {first.get('expected')} ({first.get('expected_bits')})"
 
 
 def _as_file(obj, folder, name, fixture=None):

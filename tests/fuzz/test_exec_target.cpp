@@ -259,7 +259,7 @@ TEST_CASE("monokda fuzz --target exec: a planted bug is found, written at once, 
     REQUIRE(rep["failures"].size() == 1);
     const json& f = rep["failures"][0];
     CHECK(f["check"] == "reference-stages");
-    CHECK(f["detail"].get<std::string>().find("ssm_state") != std::string::npos);
+    CHECK(f["detail"].get<std::string>().find("stage.ssm_state: ") != std::string::npos);  // verify's check, named
     CHECK(fs::exists(f["original"].get<std::string>()));
     const StepInputs small = StepInputs::from_file(read_safetensors(f["fixture"].get<std::string>()));
     CHECK(small.cfg.R == 1);
