@@ -110,16 +110,13 @@ void add_envelope_sample(Envelope& env, const std::string& label, const std::vec
     }
 }
 
-Envelope build_envelope(const StepInputs& in, const std::vector<std::string>& orders, TensorFile* oracle_out) {
-    Envelope env;
-    env.fixture_digest = inputs_digest(in);
-    env.config = config_str(in.cfg);
+namespace {
+
+// The f32 reference once per order, each order's distance from `oracle` a sample of `env`.
+void sample_orders(Envelope& env, const StepInputs& in, const std::vector<std::string>& orders, const TensorFile& oracle,
+                   Progress& progress) {
     std::vector<ReductionOrder> ords;
     for (const auto& o : orders) ords.push_back(ReductionOrder::parse(o));
-    Progress progress("envelope: the f64 oracle and " + std::to_string(orders.size()) + " reduction orders",
-                      int64_t(orders.size()) + 1);
-    const TensorFile oracle = ref::run<double>(in, {}).to_file(in.cfg);
-    progress.add();
     std::vector<std::vector<TensorDiff>> diffs(orders.size());
     // each order's run is independent: spread the orders over the cores (the reference's own
     // parallel loops then run single-threaded inside each)
@@ -131,8 +128,27 @@ Envelope build_envelope(const StepInputs& in, const std::vector<std::string>& or
     }
     progress.finish();
     for (size_t i = 0; i < orders.size(); ++i) add_envelope_sample(env, orders[i], diffs[i]);
+}
+
+}  // namespace
+
+Envelope build_envelope(const StepInputs& in, const std::vector<std::string>& orders, TensorFile* oracle_out) {
+    Envelope env;
+    env.fixture_digest = inputs_digest(in);
+    env.config = config_str(in.cfg);
+    Progress progress("envelope: the f64 oracle and " + std::to_string(orders.size()) + " reduction orders",
+                      int64_t(orders.size()) + 1);
+    const TensorFile oracle = ref::run<double>(in, {}).to_file(in.cfg);
+    progress.add();
+    sample_orders(env, in, orders, oracle, progress);
     if (oracle_out) *oracle_out = oracle;
     return env;
+}
+
+void add_envelope_orders(Envelope& env, const StepInputs& in, const std::vector<std::string>& orders, const TensorFile& oracle) {
+    if (env.fixture_digest != inputs_digest(in)) bad_input("envelope orders added from another fixture");
+    Progress progress("envelope: " + std::to_string(orders.size()) + " more reduction orders", int64_t(orders.size()));
+    sample_orders(env, in, orders, oracle, progress);
 }
 
 Envelope widen(const Envelope& env, const Widening& w) {

@@ -88,6 +88,9 @@ std::string file_digest(const TensorFile& f);  // FNV-1a 64 over every tensor's 
 // Runs the f64 oracle once and the f32 reference once per order (OpenMP over orders). The oracle's
 // outputs go to *oracle_out when given, for checking a candidate without running it again.
 Envelope build_envelope(const StepInputs& in, const std::vector<std::string>& orders, TensorFile* oracle_out = nullptr);
+// More orders into an envelope measured on `in`, against the oracle it was measured with (no second
+// oracle run, no order run twice).
+void add_envelope_orders(Envelope& env, const StepInputs& in, const std::vector<std::string>& orders, const TensorFile& oracle);
 
 // The bounds an output of `numel` elements is held to. bf16 outputs: the identical fraction and the
 // row-scale ulps (a difference of bf16 tensors is a count of roundings moved and how far each
