@@ -1,7 +1,8 @@
 // `monokda verify` on what the GPU computes, as a user runs it (output files, the command line):
 // the kda_pre kernel's outputs and the unfused six-kernel chain's (bench/unfused_path.cu) pass every
 // check of SPEC §5 on k3 steps of every kind (plain decode, block-write, ds layout, null requests, a
-// live request without an initial state, live requests with slot-less tokens); the same file with
+// live request without an initial state, live requests with slot-less tokens, each scale profile,
+// S = 64 as 64 x 1); the same file with
 // one planted error fails, naming it. in_proj runs on the matrix unit in both, so they are judged
 // with --in-proj tensor-cores (MONOKDA_GPU_INPROJ=exact: the kernel's exact-order in_proj, judged exact).
 #include <string>
@@ -26,6 +27,16 @@ std::vector<Case> cases() {
     out[1].R = 2, out[1].L = 4, out[1].nb = 4, out[1].block_write = true, out[1].null_requests = 1, out[1].seed = 22;
     out[2].R = 3, out[2].L = 5, out[2].nb = 8, out[2].layout = ConvLayout::ds, out[2].init_null = true, out[2].seed = 23;
     out[3].R = 8, out[3].L = 8, out[3].nb = 7, out[3].block_write = true, out[3].null_requests = 2, out[3].partial_nulls = 2, out[3].seed = 24;
+    // 2 x 4 under each scale profile (docs/fixtures.md), and S = 64 as 64 x 1
+    uint64_t seed = 25;
+    for (ScaleProfile sp : {ScaleProfile::attnres_large, ScaleProfile::prefix_large, ScaleProfile::norm_tiny, ScaleProfile::gate_low}) {
+        Case k;
+        k.R = 2, k.L = 4, k.nb = 4, k.scale = sp, k.seed = seed++;
+        out.push_back(k);
+    }
+    Case wide;
+    wide.R = 64, wide.L = 1, wide.nb = 3, wide.block_write = true, wide.layout = ConvLayout::ds, wide.null_requests = 4, wide.seed = seed;
+    out.push_back(wide);
     return out;
 }
 
