@@ -32,7 +32,7 @@ struct PlanParams {
     // than w alternates CTA by CTA), the rest in list order after them, instead of list b on launch
     // CTA b (Plan::list_at; the lists do not change). The H200 runs launch CTAs 2k and 2k + 1 on the
     // two SMs of one TPC and fills a GPC (16 SMs) with consecutive launch CTAs before the next
-    // (bench/gpc_probe.cu): w = 1 puts each of the P first bands on a TPC with an attn CTA; w = 2
+    // (bench/probes/gpc_probe.cu): w = 1 puts each of the P first bands on a TPC with an attn CTA; w = 2
     // gives attn CTAs and bands TPCs of their own and 8 of each to every GPC, where index order
     // packs the 66 bands of a step up to 15 rows into 3 GPCs and half of 2 more.
     bool interleave_ctas = false;

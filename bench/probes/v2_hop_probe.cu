@@ -13,7 +13,7 @@
 #include "kernels/vendor/gpu.hpp"
 #include "kernels/vendor/cluster.hpp"
 
-#include "bench/probe_util.hpp"
+#include "bench/probes/probe_util.hpp"
 #include "bench/probes/probe_wait.hpp"
 
 #include <cstdio>

@@ -1,7 +1,7 @@
 // NVIDIA, host side: a 2D tensor map over a row-major bf16 matrix, as the copy engine (TMA) reads
 // it into shared memory with the 128-byte swizzle. The encoder is the driver's, fetched once through
 // the runtime, so nothing links the driver library. Used by the kernel's launcher (kda_pre.cu) and
-// by the weight-stream probe (bench/weight_stream_probe.cu).
+// by the weight-stream probe (bench/probes/weight_stream_probe.cu).
 #pragma once
 #include <cuda.h>
 #include <cuda_runtime.h>

@@ -19,7 +19,7 @@
 // Usage: monokda-hop-probe [LAUNCHES]  (default 200 a case; prints each hop's median over launches)
 #include "kernels/vendor/gpu.hpp"
 
-#include "bench/probe_util.hpp"
+#include "bench/probes/probe_util.hpp"
 
 #include <algorithm>
 #include <cstdio>

@@ -15,7 +15,7 @@
 // streaming SMs, the median of their per-SM rates and the rate of all of them together)
 #include "kernels/vendor/gpu.hpp"  // sm_id, now_ns: the kernel's own shims
 
-#include "bench/probe_util.hpp"
+#include "bench/probes/probe_util.hpp"
 
 #include <algorithm>
 #include <cstdint>

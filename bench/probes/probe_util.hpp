@@ -1,4 +1,4 @@
-// What the device probes (bench/*_probe.cu) share. Each links the CUDA runtime alone, so that it runs
+// What the device probes (bench/probes/*_probe.cu) share. Each links the CUDA runtime alone, so that it runs
 // on a GPU machine without the project's libraries: header-only for that reason.
 #pragma once
 #include <cuda_runtime.h>

@@ -17,7 +17,7 @@
 #include "kernels/kda_args.hpp"   // the production shape (k3) and the kernel's block size
 #include "kernels/vendor/tensor_map.hpp"
 
-#include "bench/probe_util.hpp"
+#include "bench/probes/probe_util.hpp"
 
 #include <algorithm>
 #include <cstdio>

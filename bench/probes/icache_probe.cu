@@ -13,7 +13,7 @@
 //
 // Usage: monokda-icache-probe [REPS]  (default 15 launches a case; prints medians, µs)
 #include "kernels/vendor/gpu.hpp"  // now_ns: the kernel's own timer shim
-#include "bench/probe_util.hpp"
+#include "bench/probes/probe_util.hpp"
 
 #include <algorithm>
 #include <cstdint>
