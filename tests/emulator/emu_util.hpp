@@ -6,6 +6,8 @@
 
 #include "core/error.hpp"
 
+#include "tests/core/plan_util.hpp"  // move_kda_task
+
 #include "emulator/emulate.hpp"
 #include "emulator/replay_token.hpp"
 #include "reference/reference.hpp"
@@ -26,6 +28,7 @@ inline Prepared& small_prepared() {
 }
 
 using monokda::same_bits;
+using monokda::test::move_kda_task;
 
 // Every output and intermediate, bit for bit; returns the first that differs ("" if none).
 inline std::string first_different(const StepOutputs<float>& a, const StepOutputs<float>& b) {
@@ -43,21 +46,5 @@ inline std::string first_different(const StepOutputs<float>& a, const StepOutput
 }
 
 inline bool contains(const std::string& hay, const std::string& needle) { return hay.find(needle) != std::string::npos; }
-
-// Moves kda task (r, h, c)'s four instructions from the CTA that holds them to the end of CTA `to`
-// (plan bugs planted by the structure and watchdog tests). Returns how many moved.
-inline int move_kda_task(Plan& q, int r, int h, int c, int to) {
-    const int from = q.kda_cta(r, h, c);
-    std::vector<Instr> moved;
-    for (int i = int(q.instrs(from).size()) - 1; i >= 0; --i) {
-        const Instr in = q.instrs(from)[size_t(i)];
-        if (role_of(in.opcode()) == Role::kda && in.a == r && in.b == h && in.c == c) {
-            moved.insert(moved.begin(), in);
-            q.erase_instr(from, i);
-        }
-    }
-    for (const Instr& in : moved) q.insert_instr(to, int(q.instrs(to).size()), in);
-    return int(moved.size());
-}
 
 }  // namespace monokda::emu::test
