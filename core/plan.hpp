@@ -197,7 +197,6 @@ public:
     }
 
     // Who owns what.
-    int gate_cta(int row) const { return row % n_attn_ctas(); }
     // in_proj groups in contiguous bands of groups_per_gemv_cta() over gemv_span() CTAs, band b on
     // CTA (n_attn_ctas + b) mod blocks: the CTAs past the attn CTAs first (their first weights go out at
     // kernel start), then, with gemv_every_cta, the attn CTAs after their ATTN_X (the last band may

@@ -6,7 +6,6 @@
 // errors
 #define hipError_t cudaError_t
 #define hipSuccess cudaSuccess
-#define hipErrorNotSupported cudaErrorNotSupported
 #define hipGetErrorString cudaGetErrorString
 #define hipGetLastError cudaGetLastError
 
@@ -14,11 +13,9 @@
 #define hipDeviceProp_t cudaDeviceProp
 #define hipGetDeviceCount cudaGetDeviceCount
 #define hipGetDevice cudaGetDevice
-#define hipSetDevice cudaSetDevice
 #define hipGetDeviceProperties cudaGetDeviceProperties
 #define hipDeviceGetAttribute cudaDeviceGetAttribute
 #define hipDeviceAttributeCooperativeLaunch cudaDevAttrCooperativeLaunch
-#define hipDeviceAttributeMultiprocessorCount cudaDevAttrMultiProcessorCount
 #define hipDeviceAttributeMaxSharedMemoryPerBlock cudaDevAttrMaxSharedMemoryPerBlockOptin
 #define hipDeviceSynchronize cudaDeviceSynchronize
 
@@ -28,7 +25,6 @@
 #define hipMemcpy cudaMemcpy
 #define hipMemcpyAsync cudaMemcpyAsync
 #define hipMemset cudaMemset
-#define hipMemsetAsync cudaMemsetAsync
 #define hipMemcpyHostToDevice cudaMemcpyHostToDevice
 #define hipMemcpyDeviceToHost cudaMemcpyDeviceToHost
 #define hipMemcpyDeviceToDevice cudaMemcpyDeviceToDevice
@@ -43,7 +39,6 @@
 #define hipEvent_t cudaEvent_t
 #define hipEventCreate cudaEventCreate
 #define hipEventRecord cudaEventRecord
-#define hipEventSynchronize cudaEventSynchronize
 #define hipEventElapsedTime cudaEventElapsedTime
 #define hipEventDestroy cudaEventDestroy
 #define hipGraph_t cudaGraph_t
@@ -64,4 +59,3 @@
 
 // device code: HIP's mask-less warp shuffle is CUDA's full-warp one
 #define __shfl_xor(var, lane_mask) __shfl_xor_sync(0xffffffffu, var, lane_mask)
-#define __shfl(var, src_lane) __shfl_sync(0xffffffffu, var, src_lane)
