@@ -1,9 +1,10 @@
+// The CTA plan (core/plan.hpp, docs/plan.md): building the lists from the config and parameters,
+// the names of opcodes, mailboxes and entries, the waits and products derived from each instruction,
+// and the edits that fault injection and tests make.
 #include "core/plan.hpp"
 
 #include <algorithm>
-#include <cstring>
 #include <iterator>
-#include <stdexcept>
 
 #include "core/error.hpp"
 
@@ -462,151 +463,6 @@ std::string Plan::entry_list(const std::vector<MailboxRef>& es, size_t most) con
     for (size_t k = 0; k < es.size() && k < most; ++k) s += (k ? ", " : "") + entry_name(es[k]);
     if (es.size() > most) s += " and " + std::to_string(es.size() - most) + " more";
     return s;
-}
-
-std::vector<std::string> Plan::structural_problems() const {
-    std::vector<std::string> out = derive_problems_;
-    for (int m = 0; m < kMailboxCount; ++m)
-        for (int e = 0; e < entries_[m]; ++e)
-            if (producer_[size_t(m)][size_t(e)].cta == -1)
-                out.push_back(entry_name({Mailbox(m), e}) + " has no producer");
-    for (size_t cta = 0; cta < instrs_.size(); ++cta)
-        for (size_t i = 0; i < instrs_[cta].size(); ++i)
-            for (const Wait& w : waits_[cta][i]) {
-                Producer p = producer(w.entry);
-                if (p.cta == -1) out.push_back("CTA " + std::to_string(cta) + " " + describe(instrs_[cta][i]) +
-                                               " waits for " + entry_name(w.entry) + ", which nothing produces");
-                else if (p.cta == int32_t(cta) && p.instr >= int32_t(i))
-                    out.push_back("CTA " + std::to_string(cta) + " " + describe(instrs_[cta][i]) + " waits for " +
-                                  entry_name(w.entry) + ", which only it produces, later (" +
-                                  describe(instrs_[cta][size_t(p.instr)]) + ")");
-            }
-    if (out.empty() && finishing_ctas(blocks()) != blocks())
-        out.push_back("circular wait: with every CTA resident only " + std::to_string(finishing_ctas(blocks())) +
-                      " of " + std::to_string(blocks()) + " CTAs finish");
-    if (explicit_waits_) file_problems(out);
-    return out;
-}
-
-std::string Plan::cta_name(int list) const {
-    if (list < launch_blocks()) return "CTA " + std::to_string(list);
-    const int p = team_parent(list), t = int(std::find(team_parent_.begin(), team_parent_.end(), p) - team_parent_.begin());
-    return "CTA " + std::to_string(p) + " team " + std::to_string(list - launch_blocks() - t + 1);
-}
-
-std::vector<int> Plan::lists_of(int p) const {
-    std::vector<int> l{p};
-    for (size_t k = 0; k < team_parent_.size(); ++k)
-        if (team_parent_[k] == p) l.push_back(launch_blocks() + int(k));
-    return l;
-}
-
-int Plan::finishing_ctas(int resident) const {
-    const int B = blocks(), P = launch_blocks();
-    std::vector<std::vector<char>> done(static_cast<size_t>(kMailboxCount));
-    for (int m = 0; m < kMailboxCount; ++m) done[size_t(m)].assign(size_t(entries_[m]), 0);
-    std::vector<size_t> pc(size_t(B), 0), wc(size_t(B), 0);  // instruction, and next wait within it
-    std::vector<int> running, open(size_t(P), 0);             // lists running; lists of a place not finished
-    int next = 0, held = 0, finished = 0;  // next: the launch CTA to start
-    auto admit = [&]() {
-        while (held < resident && next < P) {
-            const int list = list_at(next++);
-            const std::vector<int> l = lists_of(list);
-            running.insert(running.end(), l.begin(), l.end());
-            open[size_t(list)] = int(l.size());
-            ++held;
-        }
-    };
-    admit();
-    bool progress = true;
-    while (progress) {
-        progress = false;
-        for (size_t k = 0; k < running.size();) {
-            const size_t cta = size_t(running[k]);
-            const auto& l = instrs_[cta];
-            while (pc[cta] < l.size()) {
-                const auto& w = waits_[cta][pc[cta]];
-                while (wc[cta] < w.size() && done[size_t(w[wc[cta]].entry.box)][size_t(w[wc[cta]].entry.entry)]) ++wc[cta];
-                if (wc[cta] < w.size()) break;
-                for (const MailboxRef& e : produces_[cta][pc[cta]]) done[size_t(e.box)][size_t(e.entry)] = 1;
-                ++pc[cta];
-                wc[cta] = 0;
-                progress = true;
-            }
-            if (pc[cta] == l.size()) {
-                ++finished;
-                running.erase(running.begin() + long(k));
-                if (--open[size_t(team_parent(int(cta)))] == 0) {
-                    --held;
-                    admit();
-                }
-                progress = true;
-            } else {
-                ++k;
-            }
-        }
-    }
-    return finished;
-}
-
-int Plan::min_residency() const {
-    const int B = blocks(), P = launch_blocks();
-    if (finishing_ctas(P) != B) return P + 1;
-    int lo = 1, hi = P;  // more residency never finishes fewer CTAs: admission order is fixed
-    while (lo < hi) {
-        int mid = lo + (hi - lo) / 2;
-        if (finishing_ctas(mid) == B) hi = mid;
-        else lo = mid + 1;
-    }
-    return lo;
-}
-
-std::vector<int32_t> Plan::serialize() const {
-    PlanHeader h{};
-    h.magic = kPlanMagic;
-    h.version = kPlanVersion;
-    if (!team_parent_.empty()) throw std::logic_error("plan: a with_kda_teams plan is the emulator's, not a launch's");
-    h.blocks = blocks();
-    h.n_attn = n_attn_;
-    h.attn_row_parts = attn_parts();
-    h.slice_width = params_.slice_width;
-    h.n_gemv = n_gemv();
-    h.gemv_group_rows = params_.gemv_group_rows;
-    h.n_groups = n_groups_;
-    h.kda_chunk_rows = params_.kda_chunk_rows;
-    h.n_chunks = n_chunks_;
-    h.D = cfg_.D; h.N = cfg_.N; h.H = cfg_.H; h.K = cfg_.K; h.V = cfg_.V; h.F = cfg_.F;
-    h.R = cfg_.R; h.L = cfg_.L; h.S = cfg_.S(); h.nb = cfg_.nb;
-    int total = 0;
-    for (const auto& l : instrs_) total += int(l.size());
-    h.total_instrs = total;
-    const int hw = int(sizeof(PlanHeader) / 4);
-    h.total_words = kPlanCtaBeginWord + (blocks() + 1) + 4 * total;
-    std::vector<int32_t> w(size_t(h.total_words));
-    std::memcpy(w.data(), &h, sizeof h);
-    size_t at = size_t(hw);
-    for (int m = 0; m < kMailboxCount; ++m) w[at++] = entries_[m];
-    for (int m = 0; m < kMailboxCount; ++m) w[at++] = words_per_entry(Mailbox(m));
-    int begin = 0;  // launch CTA b's list at cta_begin[b]
-    for (int b = 0; b < blocks(); ++b) { w[at++] = begin; begin += int(instrs_[size_t(list_at(b))].size()); }
-    w[at++] = begin;
-    for (int b = 0; b < blocks(); ++b)
-        for (const Instr& in : instrs_[size_t(list_at(b))]) { w[at++] = in.op; w[at++] = in.a; w[at++] = in.b; w[at++] = in.c; }
-    return w;
-}
-
-PlanHeader Plan::read_header(const std::vector<int32_t>& words) {
-    PlanHeader h{};
-    if (words.size() < sizeof(PlanHeader) / 4) bad_input("plan buffer shorter than its header");
-    std::memcpy(&h, words.data(), sizeof h);
-    if (h.magic != kPlanMagic) bad_input("plan buffer: bad magic");
-    if (h.version != kPlanVersion) bad_input("plan buffer: version " + std::to_string(h.version) + " (expected " +
-                                             std::to_string(kPlanVersion) + ")");
-    if (h.blocks < 1 || h.total_instrs < 0 || h.total_words != int64_t(words.size()) ||
-        int64_t(kPlanCtaBeginWord) + (int64_t(h.blocks) + 1) + 4 * int64_t(h.total_instrs) !=
-            int64_t(h.total_words))
-        bad_input("plan buffer: sizes in the header do not match its length");
-    return h;
 }
 
 void Plan::set_instr(int cta, int i, const Instr& in) {

@@ -324,10 +324,11 @@ public:
     void insert_instr(int cta, int i, const Instr& in);
 
 private:
+    friend class PlanFileReader;  // plan_file_read.cpp: fills a plan from a file, part by part
     void init_layout();  // n_attn_, n_groups_, n_chunks_, entries_ from cfg_ and params_
     void derive();  // waits_ (a file's: needs_), produces_ (a file's: checked), producer_ from instrs_
     void index_lists();  // gemv_cta_, bands_, n_gemv_, kda_cta_ (and first_role_) from the lists
-    void file_problems(std::vector<std::string>& out) const;  // plan_io.cpp
+    void file_problems(std::vector<std::string>& out) const;  // plan_file_read.cpp
     std::string entry_list(const std::vector<MailboxRef>& es, size_t most = 6) const;  // "A, B and 3 more"
     void deal_gemv_bands();  // bands_, gemv_cta_, n_gemv_
     bool derive_one(const Instr& in, std::vector<Wait>& w, std::vector<MailboxRef>& p) const;  // false: operands out of range
