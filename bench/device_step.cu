@@ -1,3 +1,5 @@
+// One step's tensors in device memory (bench/device_step.cuh): filling the buffers with a step's
+// values on the device, and the views the unfused chain and the benchmark harness take.
 #include "bench/device_step.cuh"
 
 #include <algorithm>

@@ -1,3 +1,5 @@
+// The benchmark's results and their renderings (bench/perf_report.hpp): the raw and detail JSON,
+// the markdown table with its targets judged, and the SVG plot.
 #include "bench/perf_report.hpp"
 
 #include <ctime>

@@ -1,3 +1,5 @@
+// The step's memory floor and the unfused chain's per-stage traffic, counted term by term against
+// SPEC §2 and §3 (bench/step_floor.hpp).
 #include "bench/step_floor.hpp"
 
 namespace monokda::bench {

@@ -1,3 +1,5 @@
+// `monokda bench`: the GPU benchmark's command line (shapes, repetitions, the plan's choices) and its
+// reports; without a CUDA build it says so and exits 2.
 #include <fstream>
 #include <iostream>
 #include <sstream>

@@ -1,3 +1,5 @@
+// `monokda compare A B`: per-tensor agreement of two result files (max ulp, rel-L2), failing on the
+// thresholds asked for.
 #include <iostream>
 #include <set>
 

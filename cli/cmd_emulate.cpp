@@ -1,3 +1,5 @@
+// `monokda emulate`: the emulator's command line (fixture, plan, schedule, faults, residency, envelope)
+// and its report, timeline, trace and replay token (docs/emulator.md).
 #include <atomic>
 #include <chrono>
 #include <iostream>

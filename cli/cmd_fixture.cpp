@@ -1,3 +1,4 @@
+// `monokda fixture`: writes a deterministic fixture (SPEC §2) from a preset or a Kimi-K3 checkpoint.
 #include <iostream>
 
 #include "cli/options.hpp"

@@ -1,3 +1,5 @@
+// `monokda fuzz`: the shape fuzzer's command line (target, shapes, shards, budget, planted bugs),
+// the replay of one case, and the merge of shard reports (docs/properties.md).
 #include <signal.h>
 #include <unistd.h>
 

@@ -1,3 +1,5 @@
+// `monokda gpu`: one launch of the kda_pre kernel on a fixture, its outputs and hand-offs written to
+// a file; without a CUDA build it says so and exits 2.
 #include <iostream>
 
 #include "cli/options.hpp"

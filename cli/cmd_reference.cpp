@@ -1,3 +1,4 @@
+// `monokda reference`: the reference (or the f64 oracle) on a fixture, in a chosen reduction order.
 #include <chrono>
 #include <iostream>
 

@@ -1,3 +1,5 @@
+// `monokda verify FIXTURE CANDIDATE`: a candidate's outputs against SPEC §5's checks, as text, JSON
+// and JUnit reports (docs/verify.md).
 #include <chrono>
 #include <iostream>
 

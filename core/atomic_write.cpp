@@ -1,3 +1,5 @@
+// Output files written through a temporary beside them and renamed over (core/atomic_write.hpp),
+// with the temporaries removed on SIGINT and SIGTERM.
 #include "core/atomic_write.hpp"
 
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+// Per-tensor agreement between two results (core/compare.hpp): ulp distances and rel-L2.
 #include "core/compare.hpp"
 
 #include <Eigen/Core>

@@ -1,3 +1,4 @@
+// The step's dimensions (core/config.hpp): the presets, their validation, and their metadata form.
 #include "core/config.hpp"
 
 #include <cctype>

@@ -1,3 +1,4 @@
+// Deterministic fixtures (core/fixture_gen.hpp): each tensor drawn at its realistic scale from the seed.
 #include "core/fixture_gen.hpp"
 
 #include <algorithm>

@@ -1,3 +1,5 @@
+// One TP rank's KDA layer from a Kimi-K3 Hugging Face checkpoint (core/hf_checkpoint.hpp,
+// docs/fixtures.md): its shards found, named tensors read, sliced and laid out as SPEC §2's.
 #include "core/hf_checkpoint.hpp"
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// Input files opened and read at offsets (core/input_file.hpp): regular files only, sized once.
 #include "core/input_file.hpp"
 
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+// JSON parsed with bounds on size, depth and values, duplicate keys refused (core/json_bounded.hpp).
 #include "core/json_bounded.hpp"
 
 #include <vector>

@@ -1,3 +1,4 @@
+// Progress lines of a long run on stderr (core/progress.hpp): redrawn on a terminal, periodic elsewhere.
 #include "core/progress.hpp"
 
 #include <unistd.h>

@@ -1,3 +1,4 @@
+// Reduction orders (core/reduction_order.hpp): their text forms, parsed and printed, site by site.
 #include "core/reduction_order.hpp"
 
 #include <algorithm>

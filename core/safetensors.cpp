@@ -1,3 +1,5 @@
+// The safetensors reader and writer (core/safetensors.hpp): every length, offset and shape checked
+// before a byte is used.
 #include "core/safetensors.hpp"
 
 #include <algorithm>

@@ -1,3 +1,5 @@
+// The tensors of one step (core/step.hpp): the output list, a fixture read and validated, and both
+// written as tensor files.
 #include "core/step.hpp"
 
 #include <climits>

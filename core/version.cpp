@@ -1,3 +1,4 @@
+// monokda's version and configured git commit (core/version.hpp).
 #include "core/version.hpp"
 
 #include "core/version_info.hpp"  // generated: only this file includes it, so a new commit rebuilds one file

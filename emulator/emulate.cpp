@@ -1,3 +1,5 @@
+// `monokda emulate` as a library (emulator/emulate.hpp): preparing a fixture, running the plan under a
+// schedule, fault and residency, and judging the run.
 #include "emulator/emulate.hpp"
 
 #include <algorithm>

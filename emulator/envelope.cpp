@@ -1,3 +1,5 @@
+// The reduction-order envelope (emulator/envelope.hpp, SPEC §5): the fixture digests it is keyed by,
+// measured over many orders, widened for the matrix unit's in_proj, saved and read back as JSON.
 #include "emulator/envelope.hpp"
 
 #include <algorithm>

@@ -1,3 +1,5 @@
+// The emulator's schedulers (emulator/schedule.hpp): which CTA steps next, and store and load delays,
+// all from one seeded generator.
 #include "emulator/schedule.hpp"
 
 #include <algorithm>

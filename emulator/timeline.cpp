@@ -1,3 +1,4 @@
+// The run drawn as an SVG timeline (emulator/timeline.hpp): a lane a CTA, a box an instruction.
 #include "emulator/timeline.hpp"
 
 #include <algorithm>

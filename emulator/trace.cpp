@@ -1,3 +1,4 @@
+// The run as Chrome / Perfetto trace events (emulator/trace.hpp, docs/emulator.md, "Traces").
 #include "emulator/trace.hpp"
 
 #include <map>

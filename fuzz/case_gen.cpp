@@ -1,3 +1,4 @@
+// Fuzz cases drawn from one seed (fuzz/case_gen.hpp): a step shape, then its values.
 #include "fuzz/case_gen.hpp"
 
 #include <cmath>

@@ -1,3 +1,4 @@
+// The named checks a fuzz case runs (fuzz/checks.hpp), each replayable by (fixture, check, seed).
 #include "fuzz/checks.hpp"
 
 #include "core/error.hpp"

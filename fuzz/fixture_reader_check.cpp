@@ -1,3 +1,5 @@
+// The libFuzzer target's body over the fixture reader (fuzz/fixture_reader_check.hpp), shared with
+// the unit tests that run the seed corpus.
 #include "fuzz/fixture_reader_check.hpp"
 
 #include <cstdio>

@@ -1,3 +1,4 @@
+// A fuzz run's JSON report and the merge of a sharded campaign's reports (fuzz/report.hpp).
 #include "fuzz/report.hpp"
 
 #include <algorithm>

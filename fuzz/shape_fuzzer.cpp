@@ -1,3 +1,5 @@
+// The shape fuzzer behind `monokda fuzz` (fuzz/shape_fuzzer.hpp): cases drawn, run, checked, and a
+// failing one written and shrunk.
 #include "fuzz/shape_fuzzer.hpp"
 
 #include <omp.h>

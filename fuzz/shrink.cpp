@@ -1,3 +1,4 @@
+// Shrinking a failing step (fuzz/shrink.hpp), each reduction kept only while the same check still fails.
 #include "fuzz/shrink.hpp"
 
 #include <chrono>

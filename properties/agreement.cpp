@@ -1,3 +1,5 @@
+// A target against the reference through SPEC §5's one definition of "the same"
+// (properties/agreement.hpp, verify/same.hpp).
 #include "properties/agreement.hpp"
 
 #include "verify/same.hpp"

@@ -1,3 +1,5 @@
+// The property checks' comparison helpers (properties/check_util.hpp): the first difference in
+// context, and a count of the rest.
 #include "properties/check_util.hpp"
 
 namespace monokda::props::detail {

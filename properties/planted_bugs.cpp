@@ -1,3 +1,5 @@
+// Deliberately wrong targets (properties/planted_bugs.hpp): the reference with one bug a fused kernel
+// can have, one a property must catch.
 #include "properties/planted_bugs.hpp"
 
 #include <algorithm>

@@ -1,3 +1,5 @@
+// The properties of one step (properties/properties.hpp): the list, found by name, and verdicts'
+// names.
 #include "properties/properties.hpp"
 
 #include "core/error.hpp"

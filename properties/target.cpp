@@ -1,3 +1,4 @@
+// Targets found by name (properties/target.hpp): the registry, and the reference as a target.
 #include "properties/target.hpp"
 
 #include <atomic>

@@ -1,3 +1,5 @@
+// The emulator as a target (properties/target_emulator.hpp): the step's plan, run once under a seeded
+// random schedule.
 #include "properties/target_emulator.hpp"
 
 #include <algorithm>

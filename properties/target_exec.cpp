@@ -1,3 +1,5 @@
+// A program as a target (properties/target_exec.hpp): run once a step in a fresh folder, with a time
+// limit, its exit status the run's verdict.
 #include "properties/target_exec.hpp"
 
 #include <fcntl.h>

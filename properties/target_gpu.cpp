@@ -1,3 +1,4 @@
+// The kda_pre kernel as a target (properties/target_gpu.hpp): one serialised launch a step.
 #include "properties/target_gpu.hpp"
 
 #include <mutex>

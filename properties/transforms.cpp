@@ -1,3 +1,4 @@
+// Fixture transforms (properties/transforms.hpp): valid variant steps made from a step.
 #include "properties/transforms.hpp"
 
 #include <algorithm>

@@ -1,3 +1,5 @@
+// The original path of SPEC §3, steps A–F (reference/reference.hpp, docs/reference.md), as one
+// template over the arithmetic type: float the reference, double the oracle.
 #include "reference/reference.hpp"
 
 #include <algorithm>

@@ -1,2 +1,3 @@
+// doctest's main, linked into every test binary.
 #define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
 #include <doctest/doctest.h>

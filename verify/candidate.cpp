@@ -1,3 +1,5 @@
+// A candidate's output file as `monokda verify` reads it (verify/candidate.hpp): names, layouts and
+// every tensor checked before a check runs.
 #include "verify/candidate.hpp"
 
 #include <algorithm>

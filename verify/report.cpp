@@ -1,3 +1,4 @@
+// `monokda verify`'s verdicts as text, JSON and JUnit XML (verify/report.hpp, docs/verify.md).
 #include "verify/report.hpp"
 
 #include <cmath>

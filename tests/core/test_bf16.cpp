@@ -1,3 +1,5 @@
+// bf16 rounding (core/bf16.hpp): to nearest, ties to even, subnormals, signed zeros, Inf and NaN, and
+// from double in one rounding.
 #include <doctest/doctest.h>
 
 #include <cmath>
