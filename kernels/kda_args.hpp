@@ -22,7 +22,7 @@ constexpr int kAttn = D / kSlice;        // 56 attn slices (one or two CTAs each
 constexpr int kGroupRows = 16;           // in_proj rows per gemv group
 constexpr int kGroups = N / kGroupRows;  // 393
 // state rows a kda task: a chunk of a head, or the whole head (PlanPolicy::k3_chunk_rows chooses by
-// the step's shape; docs/kernel.md, "kda tasks")
+// the step's shape; docs/decisions/0001-kda-chunk-rows.md)
 constexpr int kChunkRowsQuarter = PlanPolicy::kChunkRows, kChunkRowsHead = V;
 static_assert(kChunkRowsQuarter * 4 == V, "the plan's chunks are a quarter of a head");
 constexpr int kMaxS = 64, kMaxL = 8, kMaxNb = 8;

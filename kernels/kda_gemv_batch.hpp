@@ -1,28 +1,28 @@
 // The NVIDIA body of a CTA's gemv instructions: its consecutive GEMV_PREFETCH / GEMV_GROUP pairs of
 // contiguous groups (up to kBatchGroups) run as one pass over x, 256 columns (two attn slices) a step.
 //
-// Why, measured (monokda-stream-probe, docs/results/2026-11-30-h200-stream-probe.md): the copy
-// engine (TMA) streams the weight near cuBLAS's rate only in few, large requests: one box of a
-// CTA's whole band of rows (the plan deals each gemv CTA one contiguous band of groups) a
+// Why (docs/decisions/0005-gemv-pass-band-boxes.md; monokda-stream-probe): the copy engine (TMA)
+// streams the weight near cuBLAS's rate only in few, large requests: one box of a CTA's whole
+// band of rows (the plan deals each gemv CTA one contiguous band of groups) a
 // 64-column step, where one thread issuing a small box a group caps the stream at about a third.
 // So a step is 256 columns: 4 band boxes (G groups tall × 64 columns, in stages of a wide band, 4–6
 // groups: 96 rows, or a narrow one, up to 3: 48 rows; 128-byte swizzle) issued by one thread, completing on the step's
 // mbarrier; up to 16 rows 3 wide steps or 7 narrow ones are in flight while one is used, above
 // 16 rows 3 narrow ones (2 wide) (BatchStage::count). The plan's bands are wide up to 15 rows and
 // narrow from 16 (PlanPolicy::kSpreadGemvMinS), where it deals them over every CTA and an attn
-// CTA's pass starts after its ATTN_X (docs/kernel.md, "gemv bands"). Groups that are not contiguous
-// (a hand-edited plan) run as passes of their contiguous runs. x goes through the copy engine
+// CTA's pass starts after its ATTN_X (docs/decisions/0002-gemv-bands-every-cta.md). Groups that
+// are not contiguous (a hand-edited plan) run as passes of their contiguous runs. x goes through the copy engine
 // too, 4 boxes of the step's S rows × 64 columns, up to 3 steps ahead (XBatch); through cp.async,
-// 16 bytes a thread, its copies had set the step's pace from ~8 rows (docs/performance.md, "x
-// through the copy engine"). The first steps' weights are in flight before x exists. Same
-// instructions, same waits (XRDY of every slice) and products (PROJ of every group, released when
+// 16 bytes a thread, its copies had set the step's pace from ~8 rows
+// (docs/decisions/0007-x-through-copy-engine.md). The first steps' weights are in flight before x
+// exists. Same instructions, same waits (XRDY of every slice) and products (PROJ of every group, released when
 // the pass ends) as the plan's; only the interleaving differs.
 //
 // The products of a step are a fixed, branch-free instruction sequence per warp (batch_steps is
 // instantiated per warp mapping): ncu showed the earlier loop, with its token tiles and groups
 // guarded at run time, issuing ~630 instructions a warp a step (96 matrix products, 3 of 4 predicated
-// off at S = 1) and taking 2.2 µs a step, while every weight step had already landed when waited
-// for (docs/results/2026-11-30-h200-ncu-gemv.md).
+// off at S = 1), instruction-bound while every weight step had already landed when waited for
+// (docs/results/2026-11-30-h200-ncu-gemv.md).
 //
 // Sum order, the same whatever S is (so a token's proj does not depend on its batch): warp w's
 // k-quarter kw = w % 4 owns k-steps 4kw .. 4kw+3 of every step and accumulates them in step order
@@ -80,15 +80,12 @@ struct GemvBatchSmem {
 // A pass's stages, for a band of kBandGroups (3 or 6) groups: a step is 4 pieces of 16·kBandGroups
 // rows. Compile-time in the pass's loop: with the band's shape read at run time, the steps measured
 // 5-20 % slower. count(S): fewer stages than the buffer holds, chosen by measurement on the H200
-// (docs/results/2026-11-30-h200-weight-stages.md): from 17 rows on, a deep weight ring left the x
-// ring 1–2 steps and its copies (cp.async then), read from L2 behind the weight's own traffic, set
-// the step's pace: 3 stages of either width above 16 rows instead of 4–8 took 4–10 µs off every
-// shape of 24–64 rows. With x through the copy engine (XBatch: 32 KB a step at 64 rows) 4 narrow
-// stages and a 4-step x ring fit together, and measured up to 1.8 µs faster than 3 on 24–64 rows
-// in two calls (8×8 −1.1 / −1.8, nothing slower by more than the noise;
-// docs/results/2026-12-01-h200-x-copy-engine.md); wide bands there (hand-edited plans only) keep 3.
-// Up to 16 rows the x ring holds 4 steps anyway and the ring stays as deep as it fits (4 wide, 8
-// narrow): 3 wide stages there cost 1 µs at 1 × 1.
+// (docs/decisions/0006-gemv-weight-stages.md): from 17 rows on, a deep weight ring left the x ring
+// 1–2 steps and its copies, read from L2 behind the weight's own traffic, set the step's pace. With
+// x through the copy engine (XBatch: 32 KB a step at 64 rows) 4 narrow stages and a 4-step x ring
+// fit together and measured faster than 3; wide bands there (hand-edited plans only) keep 3. Up to
+// 16 rows the x ring holds 4 steps anyway and the ring stays as deep as it fits (4 wide, 8 narrow):
+// 3 wide stages there measured slower.
 template <int kBandGroups>
 struct BatchStage {
     static_assert(kBandGroups == kBoxGroups || kBandGroups == kBatchGroups, "a narrow or a wide band");
@@ -124,8 +121,8 @@ __device__ __forceinline__ uint64_t* x_bars(GemvBatchSmem& sm) {
 
 // Step ch: thread 0 issues the band's 4 boxes, G groups tall (one a piece: a box instruction costs
 // about as much whatever its height, so two 48-row boxes instead of one 96-row box slowed 6-group
-// bands' steps from ~1.1 to ~1.8 µs; spreading the boxes over 4 warps measured the same as thread
-// 0). A pass is one band (run_instructions splits a CTA's groups where they stop being contiguous).
+// bands' steps; spreading the boxes over 4 warps measured the same as thread 0;
+// docs/decisions/0005-gemv-pass-band-boxes.md). A pass is one band (run_instructions splits a CTA's groups where they stop being contiguous).
 template <int kBandGroups>
 __device__ __forceinline__ void batch_issue_w(const WeightMap* map, GemvBatchSmem& sm, int group0, int G, int ch, int st,
                                               uint64_t policy) {
@@ -180,7 +177,7 @@ __device__ __forceinline__ bool batch_wait_x_landed(const KdaArgs& a, const Ctl&
 // one load a poll, not 32.
 // `seen` is each thread's copy of the prefix (the same in every thread): deciding on the shared
 // c.x_seen instead let a late warp see lane 0's new value and skip the barrier the others were at
-// (racecheck and an illegal instruction under memcheck, 9aa304b).
+// (racecheck and an illegal instruction under memcheck: docs/results/2026-11-30-h200-sanitize.md).
 __device__ __forceinline__ bool batch_wait_x(const KdaArgs& a, Ctl& c, int& seen, int ch) {
     constexpr int per = kChunkCols / k3::kSlice;
     static_assert(k3::kAttn * k3::kMaxAttnParts <= 4 * 32 && k3::kAttn % 4 == 0, "four whole flags a lane");
@@ -267,8 +264,8 @@ __device__ __forceinline__ bool batch_steps(const KdaArgs& a, Ctl& c, const Weig
 
     const uint64_t policy = l2_policy(a.w_evict_first);
     // before x exists (a CTA's first pass: `paced`), a.w_pace_ns apart: issued together, the 66
-    // bands' first 9.5 MB held up the attn role's hand-offs through L2 (a gate's reads ~1.3 µs each);
-    // paced, the gate ends ~1.4 µs earlier at one token (docs/performance.md, "The first weight steps paced")
+    // bands' first 9.5 MB held up the attn role's hand-offs through L2; paced, the gate ends earlier
+    // at one token (docs/decisions/0008-weight-pacing.md)
     for (int ch = 0; ch < w_ahead; ++ch) {
         if (ch && paced && a.w_pace_ns && threadIdx.x == 0) {
             const uint64_t t0 = now_ns();

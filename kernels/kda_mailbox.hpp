@@ -67,10 +67,9 @@ template <class Load, class Ready>
 __device__ bool spin(const KdaArgs& a, const Ctl& c, Load load, Ready ready, uint32_t box, uint32_t entry) {
     const uint64_t t0 = now_ns();
     for (uint32_t it = 1;; ++it) {
-        // 100 ns between reads however long the wait: a back-off to 400 and 1600 ns let the read
-        // that sees a word land up to 1.6 µs after the word did, on the path of every hand-off
-        // (measured on the H200: 0.2–2 µs slower at every shape; the extra flag reads while the
-        // weight streams cost nothing measurable)
+        // 100 ns between reads however long the wait: a back-off lets the read that sees a word
+        // land well after the word did, on the path of every hand-off, and the extra flag reads
+        // while the weight streams cost nothing measurable (docs/decisions/0012-poll-pause.md)
         pause(100u);
         if (ready(load())) return true;
         if ((it & 15) == 0) {

@@ -15,7 +15,8 @@ __device__ __forceinline__ uint16_t rnd(float f) { return bf16::round(f).bits; }
 __device__ __forceinline__ uint32_t pack(float lo, float hi) { return uint32_t(rnd(lo)) | (uint32_t(rnd(hi)) << 16); }
 
 // One out-of-line copy: the double exp is long, and every inlined copy is more code the SM fetches
-// cold (the kda bodies run once a launch; instruction fetch sets their pace, docs/performance.md).
+// cold (the kda bodies run once a launch; instruction fetch sets their pace,
+// docs/decisions/0020-kda-code-size.md).
 __device__ __noinline__ float exp_f(float x) { return float(exp(double(x))); }
 __device__ __forceinline__ float sigmoid_f(float z) { return 1.0f / (1.0f + exp_f(-z)); }
 // One exp_f on a warp that would otherwise wait: its code is then in this SM's instruction cache

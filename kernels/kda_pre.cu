@@ -72,8 +72,8 @@ constexpr size_t kSmemLimit = 65536;  // LDS a workgroup on gfx90a / gfx940
 constexpr size_t kSmemLimit = 232448;  // sm_90: shared memory a block may opt into
 #endif
 // The dynamic part and the static control blocks: the CTA's and (NVIDIA) the kda teams' of each of
-// run_kda's two instantiations (one set passed down from the kernel measured 1.6 µs slower at
-// 8 × 8), plus 16 bytes for the rest (ptxas: 928 bytes static). The sum is 232 424 of 232 448: a
+// run_kda's two instantiations (one set passed down from the kernel measured slower:
+// docs/results/performance-changes.md, "the teams' control blocks at file scope"), plus 16 bytes for the rest (ptxas: 928 bytes static). The sum is 232 424 of 232 448: a
 // larger control block or role must make room first.
 static_assert(kSmemBytes + (1 + (kKdaTeams > 1 ? 2 * kKdaTeams : 0)) * sizeof(Ctl) + 16 <= kSmemLimit,
               "a role's shared memory does not fit the target");
@@ -121,9 +121,9 @@ __device__ bool step_values_ok(const KdaArgs& a, const Ctl& c) {
 // KDA_LOAD writes). A team's stream is a subsequence of the CTA's list, so every wait the plan lets
 // finish in list order still finishes (the emulator checks the list order). Instantiated once per
 // task shape (kChunkRows: the plan's, dispatched below); in each, every kda body has one call site
-// (two for KDA_LOAD): a second, inlined copy of the bodies made S = 1 ~8 µs slower even where it
-// never ran (measured, docs/results), and the kernel's instruction fetch is what limits its
-// once-run code (docs/kernel.md, "kda tasks").
+// (two for KDA_LOAD): a second, inlined copy of the bodies made S = 1 slower even where it never
+// ran, since the kernel's instruction fetch is what limits its once-run code
+// (docs/decisions/0020-kda-code-size.md).
 // *next: the first instruction not run (another role's, or end).
 __device__ __forceinline__ bool is_kda(int32_t op) { return op >= int32_t(Op::KDA_LOAD) && op <= int32_t(Op::KDA_NORM); }
 

@@ -103,13 +103,13 @@ struct LaunchOptions {
     bool check_plan = true;
     // NVIDIA gemv pass: the weight's copies marked evict-first in L2, so that the 90 MB read once a
     // launch leaves before what the next launch reads again (code, states, small tensors);
-    // docs/results/performance-history.md (dd3aab5's section) has the A/B (`monokda bench --weight-evict first|normal`).
+    // docs/decisions/0009-weight-evict-first.md (`monokda bench --weight-evict first|normal`).
     bool weight_evict_first = true;
     // NVIDIA gemv pass: the weight steps a band copies before x exists go this many ns apart
     // (0: together; up to kMaxWeightPaceNs), so that their burst does not hold up the attn role's
     // hand-offs through L2. -1: the launcher's choice, kWeightPaceNs where the plan's bands lie past
-    // the attn CTAs (up to 15 rows) and 0 where they cover every CTA (docs/performance.md, "The first
-    // weight steps paced"; `monokda bench --weight-pace`).
+    // the attn CTAs (up to 15 rows) and 0 where they cover every CTA
+    // (docs/decisions/0008-weight-pacing.md; `monokda bench --weight-pace`).
     int weight_pace_ns = -1;
     // A test's planted fault (NVIDIA): the named tensor map is encoded with boxes of half the
     // columns, so each of its copies lands half the bytes its barrier waits for and the gemv pass's

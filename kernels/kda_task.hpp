@@ -197,8 +197,8 @@ __device__ __forceinline__ void load_state_rows(float (&out)[kRowBatch][8], cons
 // kCols key columns from k0, into sm.decay[t][k]. 16 lanes a sum (lane l: terms 8l..8l+7, then the
 // pairwise butterfly: Plan::reduction_order()). A 16-lane group keeps kColBatch columns' f_b row
 // pieces in registers and runs kTokBatch tokens a round through them, so f_b is read from shared
-// memory once and a token's f_a piece once a group, not both once a sum (read once a sum, at 8×8
-// f_b and the gates took ~11 µs of KDA_REC). Every lane of a warp runs the same rounds (the
+// memory once and a token's f_a piece once a group, not both once a sum (read once a sum, f_b and
+// the gates took much of KDA_REC: docs/decisions/0015-fb-sums-in-registers.md). Every lane of a warp runs the same rounds (the
 // butterfly's shuffles); sums of tokens past L are computed from token L-1 and dropped.
 template <int kCols, int kChunkRows>
 __device__ __forceinline__ void fb_sums(KdaSmem<kChunkRows>& sm, int L, int k0, Team team) {
@@ -349,7 +349,7 @@ __device__ bool KdaTask<kChunkRows>::rec(const KdaArgs& a, Ctl& c_, Smem& sm, in
     // pair_sum(0, 128). The team's n16 groups take rows g16, g16 + n16, ..., kRowBatch at a time,
     // the next batch's rows loaded while this one steps. The loops stay rolled on purpose: this
     // code runs once a launch, and an unrolled body is instructions the SM fetches cold
-    // (measured: 8 rows unrolled, 7.5 µs for the first pass over one token, 2.5 µs for a second).
+    // (docs/decisions/0020-kda-code-size.md).
     const int g16 = team.tid / 16, lane = team.tid % 16, n16 = team.n / 16, k0 = lane * 4, k1 = k3::K / 2 + k0;
     const bool live = sm.init > 0;
     const float* st_rows = sm.stage ? sm.stage  // generic loads: the same code reads either

@@ -153,9 +153,8 @@ __device__ __forceinline__ uint32_t ld_flag_peek(const uint32_t* p) {
 // A CTA's hand-off: every thread writes, the block barrier, one thread's release store (or: the
 // reader's acquire, the barrier, every thread reads). The PTX memory model orders it as it stands
 // (base causality order runs through the barrier into the release, and from the acquire through the
-// barrier), so no fence: with a device-scope fence in every thread as well, a hop of x's slice and
-// its flag took 0.80–0.95 µs, without 0.69–0.74, a tagged word 0.36–0.38 (monokda-hop-probe), and
-// every shape of the step 0.5–2.3 µs more (docs/performance.md, "Hand-offs without per-thread fences").
+// barrier), so no fence: a device-scope fence in every thread as well made every hop, and every
+// shape of the step, slower (docs/decisions/0010-hand-off-fences.md; monokda-hop-probe).
 __device__ __forceinline__ void fence_before_cta_release() {}
 __device__ __forceinline__ void fence_after_cta_acquire() {}
 __device__ __forceinline__ uint4 ld_acquire128(const uint32_t* p) {  // four flags, p 16-byte aligned
@@ -190,8 +189,8 @@ template <int Pending> __device__ __forceinline__ void async_wait() {
 // 16 bytes of a written recurrent state (p 16-byte aligned), as one store: a float4 assignment
 // through a cast pointer came out of nvcc as four 4-byte stores. Streaming (.cs, evict-first): a
 // step writes a state a token (50 MB at 8 × 8) that only a later step reads, and with the default
-// policy those lines crowded L2; .cs took 0.5–7.4 µs off every shape of 8 rows and more on the H200
-// (docs/performance.md, "The states written streaming"). No "memory" clobber: nothing in the launch
+// policy those lines crowded L2; .cs made every shape of 8 rows and more faster on the H200
+// (docs/decisions/0014-state-stores-streaming.md). No "memory" clobber: nothing in the launch
 // reads a state back, and the clobber alone measured nothing either way.
 __device__ __forceinline__ void st_state_f4(float* p, float x, float y, float z, float w) {
     asm volatile("st.global.cs.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p), "f"(x), "f"(y), "f"(z), "f"(w));
