@@ -47,7 +47,7 @@ __device__ __forceinline__ float sigmoid(float z) { return 1.0f / (1.0f + expf(-
 // A. AttnRes seam: one CTA a row, D/8 threads, 16 bytes a thread from every source; all loads are
 // issued before the first use, the sources stay in registers through the mix. Cross-warp totals
 // and the softmax are done once, by warp 0, and broadcast through shared memory (every thread
-// redoing them made the first version of this kernel latency-bound: 10.7 µs a row on the H200).
+// redoing them made the first version of this kernel latency-bound).
 constexpr int kAttnThreads = 896;  // D/8 at the production D = 7168 (make_dims checks D <= 8·896)
 
 template <int NB>
@@ -164,7 +164,7 @@ __global__ void __launch_bounds__(kAttnThreads) attnres_kernel(StepPtrs p, StepD
 // D. Short conv, spec mode, "sd" layout: a thread owns 2 channels of one request (a warp covers 128
 // contiguous bytes of a row), reads the window and the L inputs, writes L outputs and the rolled
 // state. The same thread reads the old window before it rewrites the slot, so in place is safe.
-// (8 channels a thread ran 4.0 µs at R=2 L=4: too few threads, too much serial work each.)
+// (8 channels a thread measured slower: too few threads, too much serial work each.)
 template <int L>
 __global__ void __launch_bounds__(128) short_conv_sd_kernel(StepPtrs p, StepDims d) {
     const int r = blockIdx.y;
@@ -251,8 +251,8 @@ __global__ void __launch_bounds__(128) short_conv_ds_kernel(StepPtrs p, StepDims
 // columns of each (one float4 a row, coalesced). Rows are independent; what depends on the token
 // only (l2-normed q and k, the decay, beta) is computed first for every token, by the CTA's warps
 // in turn, into shared memory, so that the state chain carries just its own two reductions a
-// token and the CTA stays small in registers. (Computing them inside the chain, 127 registers,
-// ran 29 µs at R=8 L=8: 2 TB/s on the states, 1.45 waves of CTAs.)
+// token and the CTA stays small in registers. (Computing them inside the chain took 127 registers
+// and 1.45 waves of CTAs, far under the states' bandwidth.)
 template <int L>
 __global__ void __launch_bounds__(128) recurrence_kernel(StepPtrs p, StepDims d) {
     __shared__ float4 s_qn[L][32], s_kn[L][32], s_decay[L][32];  // [token][lane]: the lane's 4 columns

@@ -1,8 +1,9 @@
 // monokda-gpc-probe: which SMs share a GPC, and whether an SM's share of the memory stream depends
 // on where it sits.
 //
-// kda_pre's traces show the gemv pass's band CTAs splitting into groups whose 28 steps take 21 µs or
-// 28 µs at 1×1, the same CTAs (and SMs) in every launch. This probe asks the hardware two things:
+// kda_pre's traces show the gemv pass's band CTAs splitting into a faster and a slower group at 1×1,
+// the same CTAs (and SMs) in every launch (docs/decisions/0004-cta-placement.md). This probe asks
+// the hardware two things:
 //   topology: thread-block clusters never span GPCs, so launching clusters of 2, 4, 8 and 16 CTAs
 //     (one CTA an SM) many times and joining the SMs that met in a cluster partitions the SMs into
 //     their GPCs (a lower bound on each: SMs never seen together stay apart);

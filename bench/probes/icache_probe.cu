@@ -1,7 +1,8 @@
 // monokda-icache-probe: what it costs an SM to run code it has not run before in this launch.
 //
-// docs/performance.md names instruction fetch as what paces the fused kernel's one-shot phases (the
-// attn role, the kda tasks), which run their code once a launch. This probe measures that directly:
+// Instruction fetch is what paces the fused kernel's one-shot phases (the attn role, the kda tasks),
+// which run their code once a launch (docs/decisions/0017-kernel-entry-warm-up.md, 0020-kda-code-size.md).
+// This probe measures that directly:
 // CTA 0 runs a straight-line body of N independent-chain FMAs (16 bytes of SASS each, no branch)
 // three times in a rolled loop, so the same code runs cold once and then twice more, with a
 // globaltimer stamp around each pass; the other CTAs optionally stream a large buffer from device

@@ -120,7 +120,7 @@ __global__ void __launch_bounds__(kThreads, 1) stream(const __grid_constant__ CU
         __syncthreads();  // every thread is done with stage (ch - 1) % stages
         if (threadIdx.x < 32 && ch + v.ahead < chunks) issue(ch + v.ahead);
         issue_x(ch + 1);
-        if (v.mma_tiles > 0 && v.tall && v.boxes == 4) {  // the products as the pass ran them before 1f21031 (guards at run time)
+        if (v.mma_tiles > 0 && v.tall && v.boxes == 4) {  // the products as the pass once ran them: guards at run time (docs/decisions/0005-gemv-pass-band-boxes.md)
             const uint32_t* w = reinterpret_cast<const uint32_t*>(base + size_t(s) * stage_bytes) +
                                 size_t(kw) * v.tall_groups * kGroupRows * 32;
 #pragma unroll

@@ -1,6 +1,6 @@
 // The fixture generator draws its large tensors in parallel blocks and mostly without libm
 // (core/normal_draws.hpp); a seed must still name the same values as the sequential generator did.
-// Digests recorded from the sequential generator (commit 762017c); the k3 one is checked in
+// Digests recorded from the sequential generator, before the draws went parallel; the k3 one is checked in
 // test_k3.cpp, where that fixture is built anyway.
 #include <doctest/doctest.h>
 

@@ -37,7 +37,7 @@ TEST_CASE("k3 default run") {
     EmulateOptions o;  // the defaults of `monokda emulate`
     Prepared p = prepare(o, 1);
     REQUIRE(p.plan.blocks() == 132);
-    // the parallel fixture generator gives the sequential generator's values (digest from 762017c)
+    // the parallel fixture generator gives the sequential generator's values (digest recorded from it)
     CHECK(inputs_digest(p.input) == "1afb6e48ccfe0b5b");
     CHECK(p.envelope_source == "built in");
     EmulateResult r = emulate(p, o);
