@@ -280,8 +280,8 @@ public:
     bool products_match() const { return products_match_; }
 
     // The plan file (docs/plan-file.md, docs/plan-file.schema.json): JSON, the lists, waits and
-    // products, mailboxes, launch order, residency and reduction order. write_json/read_json are
-    // inverse (read_json(to_json(p)) runs as p does); read_json refuses a malformed file (BadInput
+    // products, mailboxes, launch order, residency and reduction order. to_json/from_json are
+    // inverse (from_json(to_json(p)) runs as p does); from_json refuses a malformed file (BadInput
     // naming the place) and reads a merely wrong one, whose problems structural_problems names.
     static constexpr int kFileVersion = 1;
     // (stamped: with monokda_version and monokda_commit, as every file monokda writes; a plan's
@@ -289,7 +289,6 @@ public:
     std::string to_json(bool stamped = true) const;
     static Plan from_json(const std::string& text, const std::string& what);
     static Plan read_json(const std::string& path);
-    void write_json(const std::string& path) const;
     // The file's spelling of an entry: every dim named, "PART[row 3][src 4][slice 17]"
     std::string entry_spec(const MailboxRef& e) const;
     // The fewest co-resident CTAs with which the lists complete when CTAs start in launch order and

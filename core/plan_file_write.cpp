@@ -1,4 +1,4 @@
-// The plan file's writer (docs/plan-file.md): Plan::to_json and write_json. Entries are written as
+// The plan file's writer (docs/plan-file.md): Plan::to_json. Entries are written as
 // "BOX[dim i][dim j..k]": every dim named, ranges inclusive and expanded row-major, a list of entries
 // as the fewest such boxes, so a file stays short and reads like the emulator's reports.
 #include <stdexcept>
@@ -7,7 +7,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/atomic_write.hpp"
 #include "core/plan.hpp"
 #include "core/plan_file.hpp"
 #include "core/version.hpp"
@@ -201,7 +200,5 @@ std::string Plan::to_json(bool stamped) const {
     o += "  ]\n}\n";
     return o;
 }
-
-void Plan::write_json(const std::string& path) const { write_file_atomic(path, to_json()); }
 
 }  // namespace monokda
