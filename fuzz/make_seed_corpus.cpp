@@ -26,17 +26,27 @@ Config tiny(int R, int L, int nb, int W, int pad, ConvLayout layout, bool block_
     return c;
 }
 
-Bytes header_and_data(const Bytes& file, const std::function<void(json&)>& edit) {
+uint64_t header_length(const Bytes& file) {
     uint64_t hl = 0;
     for (int i = 7; i >= 0; --i) hl = (hl << 8) | file[size_t(i)];
-    json h = json::parse(file.begin() + 8, file.begin() + 8 + long(hl));
-    edit(h);
-    std::string s = h.dump();
+    return hl;
+}
+
+// `header` in place of the file's header, the file's data after it
+Bytes with_header(const std::string& header, const Bytes& file) {
+    const uint64_t hl = header_length(file);
     Bytes out(8);
-    for (int i = 0; i < 8; ++i) out[size_t(i)] = uint8_t(uint64_t(s.size()) >> (8 * i));
-    out.insert(out.end(), s.begin(), s.end());
+    for (int i = 0; i < 8; ++i) out[size_t(i)] = uint8_t(uint64_t(header.size()) >> (8 * i));
+    out.insert(out.end(), header.begin(), header.end());
     out.insert(out.end(), file.begin() + 8 + long(hl), file.end());
     return out;
+}
+
+Bytes header_and_data(const Bytes& file, const std::function<void(json&)>& edit) {
+    const uint64_t hl = header_length(file);
+    json h = json::parse(file.begin() + 8, file.begin() + 8 + long(hl));
+    edit(h);
+    return with_header(h.dump(), file);
 }
 
 void put(const std::string& dir, const std::string& name, const Bytes& b) {
@@ -45,12 +55,8 @@ void put(const std::string& dir, const std::string& name, const Bytes& b) {
     if (!f) { std::fprintf(stderr, "cannot write %s/%s\n", dir.c_str(), name.c_str()); std::exit(2); }
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-    if (argc != 2) { std::fprintf(stderr, "usage: %s OUTDIR\n", argv[0]); return 2; }
-    const std::string dir = argv[1];
-
+// the valid seeds; returns the base fixture the bad ones break
+StepInputs valid_seeds(const std::string& dir) {
     FixtureOptions one_null;
     one_null.null_requests = 1;
     one_null.extra_slots = 1;
@@ -61,10 +67,12 @@ int main(int argc, char** argv) {
     put(dir, "valid-W2-decode", serialize_safetensors(make_fixture(tiny(1, 1, 1, 2, 5, ConvLayout::sd, false, 13)).to_file()));
     put(dir, "valid-nb8-W5", serialize_safetensors(make_fixture(tiny(1, 2, 8, 5, 0, ConvLayout::ds, false, 14)).to_file()));
 
-    const Bytes good = serialize_safetensors(base.to_file());
-    auto bad = [&](const std::string& name, const Bytes& b) { put(dir, "bad-" + name, b); };
+    return base;
+}
 
-    // the container
+// bad-*: the container (lengths, header, offsets, duplicate keys)
+void bad_container(const std::string& dir, const Bytes& good) {
+    auto bad = [&](const std::string& name, const Bytes& b) { put(dir, "bad-" + name, b); };
     bad("empty", {});
     bad("short-length", Bytes(good.begin(), good.begin() + 5));
     {
@@ -86,8 +94,7 @@ int main(int argc, char** argv) {
         };
         bad("length-to-end", with_length(good.size() - 8));
         bad("length-one-past-end", with_length(good.size() - 7));
-        uint64_t hl = 0;
-        for (int i = 7; i >= 0; --i) hl = (hl << 8) | good[size_t(i)];
+        const uint64_t hl = header_length(good);
         bad("length-at-end", Bytes(good.begin(), good.begin() + 8 + long(hl)));
         bad("length-at-end-less-one", Bytes(good.begin(), good.begin() + 8 + long(hl) + 1));
     }
@@ -111,22 +118,21 @@ int main(int argc, char** argv) {
     {
         // duplicate keys: nlohmann's writer cannot emit them, so they are spliced into the header text
         auto spliced = [&](const std::string& find, const std::string& insert) {
-            uint64_t hl = 0;
-            for (int i = 7; i >= 0; --i) hl = (hl << 8) | good[size_t(i)];
+            const uint64_t hl = header_length(good);
             std::string h(good.begin() + 8, good.begin() + 8 + long(hl));
             h.insert(h.find(find), insert);
-            Bytes out(8);
-            for (int i = 0; i < 8; ++i) out[size_t(i)] = uint8_t(uint64_t(h.size()) >> (8 * i));
-            out.insert(out.end(), h.begin(), h.end());
-            out.insert(out.end(), good.begin() + 8 + long(hl), good.end());
-            return out;
+            return with_header(h, good);
         };
         bad("duplicate-tensor", spliced("\"A_log\"", "\"A_log\":{\"dtype\":\"F32\",\"shape\":[0],\"data_offsets\":[0,0]},"));
         bad("duplicate-md-D", spliced("\"D\":", "\"D\":\"16\","));
         bad("deep-nesting", spliced("\"A_log\"", "\"x\":{\"y\":[[[[0]]]]},"));
     }
 
-    // the config
+}
+
+// bad-*: the config in the metadata
+void bad_config(const std::string& dir, const StepInputs& base) {
+    auto bad = [&](const std::string& name, const Bytes& b) { put(dir, "bad-" + name, b); };
     auto md = [&](const std::string& name, const std::string& key, const std::string& value) {
         TensorFile f = base.to_file();
         if (value.empty()) f.metadata.erase(key);
@@ -153,7 +159,11 @@ int main(int argc, char** argv) {
         bad("md-nb8-block-write", serialize_safetensors(b.to_file()));
     }
 
-    // the step tensors
+}
+
+// bad-*: the step tensors
+void bad_step(const std::string& dir, const StepInputs& base) {
+    auto bad = [&](const std::string& name, const Bytes& b) { put(dir, "bad-" + name, b); };
     auto step = [&](const std::string& name, const std::function<void(StepInputs&)>& edit) {
         StepInputs b = base;
         edit(b);
@@ -188,6 +198,17 @@ int main(int argc, char** argv) {
         f.metadata["slots"] = std::to_string(base.cfg.slots + 1);  // conv_state / ssm_state no longer match
         bad("slots-mismatch", serialize_safetensors(f));
     }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc != 2) { std::fprintf(stderr, "usage: %s OUTDIR\n", argv[0]); return 2; }
+    const std::string dir = argv[1];
+    const StepInputs base = valid_seeds(dir);
+    bad_container(dir, serialize_safetensors(base.to_file()));
+    bad_config(dir, base);
+    bad_step(dir, base);
     std::printf("wrote the seed corpus to %s\n", dir.c_str());
     return 0;
 }

@@ -40,7 +40,6 @@ ALLOWED = {
     "bench/gpu_bench.cu:run_gpu_bench": "GPU-only code: split where it can be run on a device",
     "bench/gpu_bench.cu:run_unfused_check": "GPU-only code: split where it can be run on a device",
     "cli/cmd_bench.cpp:cmd_bench": "to split",
-    "fuzz/make_seed_corpus.cpp:main": "to split",
 }
 
 SOURCE = re.compile(r"\.(cpp|hpp|cc|h|cu|cuh|py|sh|cmake)$|(^|/)CMakeLists\.txt$")
