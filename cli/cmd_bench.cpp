@@ -24,6 +24,53 @@ void require_bench_shape(const std::string& option, long r, long l) {
                   ": the benchmark runs R in 1..64, L in 1..8, R·L <= 64");
 }
 
+// The shapes asked for: --R/--L (one) or --shapes (several); none: the benchmark's sweep.
+std::vector<std::pair<int, int>> bench_shapes(const po::variables_map& vm, int R, int L, const std::string& shapes) {
+    std::vector<std::pair<int, int>> shape_list;
+    if (vm.count("R")) shape_list.push_back({R, L});
+    if (vm.count("shapes")) {
+        if (vm.count("R")) bad_input("--shapes and --R/--L exclude each other");
+        for (const std::string& item : comma_list(shapes)) {
+            const size_t x = item.find('x');
+            const std::optional<long> r = parse_int(item.substr(0, x)),
+                                      l = x == std::string::npos ? std::nullopt : parse_int(item.substr(x + 1));
+            if (!r || !l) bad_input("--shapes: '" + item + "' is not RxL");
+            require_bench_shape("--shapes", *r, *l);
+            shape_list.push_back({int(*r), int(*l)});
+        }
+        if (shape_list.empty()) bad_input("--shapes: no shape given");
+    }
+    return shape_list;
+}
+
+#ifdef MONOKDA_HAVE_GPU_BENCH
+// --check: the unfused chain against the reference, its report on stdout or in `out`.
+int bench_check(const std::vector<std::pair<int, int>>& shape_list, int nb, bool block_write, const std::string& plant,
+                const std::string& out) {
+    std::vector<bench::CheckCase> cases = bench::default_check_cases();
+    if (!shape_list.empty()) {
+        cases.clear();
+        for (const auto& [r, l] : shape_list) {
+            bench::CheckCase c;
+            c.R = r;
+            c.L = l;
+            c.nb = nb;
+            c.block_write = block_write;
+            cases.push_back(c);
+        }
+    }
+    std::ostringstream report;
+    const int rc = bench::run_unfused_check(cases, plant, report, std::cout);
+    if (!out.empty()) {
+        write_file_atomic(out, report.str());
+        std::cout << "wrote " << out << "\n";
+    } else {
+        std::cout << report.str();
+    }
+    return rc;
+}
+#endif
+
 }  // namespace
 
 int cmd_bench(const Args& args) {
@@ -79,20 +126,7 @@ int cmd_bench(const Args& args) {
             bad_input("--weight-pace must be auto or 0.." + std::to_string(gpu::kMaxWeightPaceNs) + " ns (got '" + pace + "')");
         pace_ns = int(*v);
     }
-    std::vector<std::pair<int, int>> shape_list;
-    if (vm.count("R")) shape_list.push_back({R, L});
-    if (vm.count("shapes")) {
-        if (vm.count("R")) bad_input("--shapes and --R/--L exclude each other");
-        for (const std::string& item : comma_list(shapes)) {
-            const size_t x = item.find('x');
-            const std::optional<long> r = parse_int(item.substr(0, x)),
-                                      l = x == std::string::npos ? std::nullopt : parse_int(item.substr(x + 1));
-            if (!r || !l) bad_input("--shapes: '" + item + "' is not RxL");
-            require_bench_shape("--shapes", *r, *l);
-            shape_list.push_back({int(*r), int(*l)});
-        }
-        if (shape_list.empty()) bad_input("--shapes: no shape given");
-    }
+    const std::vector<std::pair<int, int>> shape_list = bench_shapes(vm, R, L, shapes);
 #ifndef MONOKDA_HAVE_GPU_BENCH
     (void)nb; (void)reps; (void)sets; (void)bands; (void)attn_parts; (void)place; (void)pace_ns;
     bad_input("this monokda was built without CUDA; configure with -DMONOKDA_CUDA=ON to run the GPU benchmark");
@@ -104,29 +138,7 @@ int cmd_bench(const Args& args) {
                 outs.push_back({std::string("-o's ") + sib, bench::json_sibling(out, sib)});
         check_outputs(outs);
     }
-    if (vm.count("check")) {
-        std::vector<bench::CheckCase> cases = bench::default_check_cases();
-        if (!shape_list.empty()) {
-            cases.clear();
-            for (const auto& [r, l] : shape_list) {
-                bench::CheckCase c;
-                c.R = r;
-                c.L = l;
-                c.nb = nb;
-                c.block_write = vm.count("block-write") > 0;
-                cases.push_back(c);
-            }
-        }
-        std::ostringstream report;
-        const int rc = bench::run_unfused_check(cases, plant, report, std::cout);
-        if (!out.empty()) {
-            write_file_atomic(out, report.str());
-            std::cout << "wrote " << out << "\n";
-        } else {
-            std::cout << report.str();
-        }
-        return rc;
-    }
+    if (vm.count("check")) return bench_check(shape_list, nb, vm.count("block-write") > 0, plant, out);
     bench::GpuBenchOptions o;
     o.shapes = shape_list;
     o.nb = nb;

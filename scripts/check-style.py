@@ -39,7 +39,6 @@ ALLOWED = {
     "fuzz/shape_fuzzer.cpp:run_fuzz": "split with the fuzz generator's change, which edits it now",
     "bench/gpu_bench.cu:run_gpu_bench": "GPU-only code: split where it can be run on a device",
     "bench/gpu_bench.cu:run_unfused_check": "GPU-only code: split where it can be run on a device",
-    "cli/cmd_bench.cpp:cmd_bench": "to split",
 }
 
 SOURCE = re.compile(r"\.(cpp|hpp|cc|h|cu|cuh|py|sh|cmake)$|(^|/)CMakeLists\.txt$")
