@@ -23,6 +23,17 @@ inline void cuda_check(cudaError_t e, const char* what, const char* file, int li
                                  cudaGetErrorString(e));
 }
 
+// A non-blocking stream, destroyed with its owner.
+class Stream {
+public:
+    Stream() { MONOKDA_CUDA_CHECK(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking)); }
+    ~Stream() { cudaStreamDestroy(s_); }
+    cudaStream_t get() const { return s_; }
+
+private:
+    cudaStream_t s_;
+};
+
 // Dims of one step as the kernels see them (ints, precomputed offsets).
 struct StepDims {
     int D, H, K, V, F, N, C, W, E;

@@ -37,8 +37,6 @@ ALLOWED = {
     "cli/cmd_emulate.cpp:cmd_emulate": "its options grow with emulator/'s detector change; split after it",
     "cli/cmd_fuzz.cpp:cmd_fuzz": "its options grow with the fuzz generator's change; split after it",
     "fuzz/shape_fuzzer.cpp:run_fuzz": "split with the fuzz generator's change, which edits it now",
-    "bench/gpu_bench.cu:run_gpu_bench": "GPU-only code: split where it can be run on a device",
-    "bench/gpu_bench.cu:run_unfused_check": "GPU-only code: split where it can be run on a device",
 }
 
 SOURCE = re.compile(r"\.(cpp|hpp|cc|h|cu|cuh|py|sh|cmake)$|(^|/)CMakeLists\.txt$")
