@@ -1,0 +1,295 @@
+// The device half of kernel v2's in_proj probe (bench/probes/v2_inproj_probe.cu, whose header
+// describes the design and the modes): the kernel's arguments, its shared-memory layout, the
+// producer's walk over the CTA's weight run, and the kernel itself (producer, reducer, consumers).
+#pragma once
+#include "kernels/vendor/gpu.hpp"
+#include "kernels/vendor/cluster.hpp"
+
+#include "bench/probes/probe_wait.hpp"
+#include "bench/probes/v2_inproj_host.hpp"
+
+#include <cstdint>
+
+namespace monokda::probe::v2 {
+
+using namespace monokda::gpu;
+
+constexpr int kThreads = 384;  // warp 0 producer, warp 1 reducer, warps 2-3 spare, warps 4-11 consumers
+constexpr int kConsumers = 8, kFirstConsumer = 4;
+constexpr int kXStride = kSliceCols + 8;  // x row in shared memory (bf16): 16-byte rows, no bank conflicts
+constexpr int kMaxStages = 16, kMaxSlots = 4;
+constexpr int kSmemMax = 227 * 1024;
+constexpr int kCopies = 4;  // weight copies rotated so that L2 never holds the one read
+
+struct Args {
+    const unsigned char* w;       // packed weight, one copy
+    const int* stream_off;        // [kCtas + 1] byte offsets of each CTA's run (multiples of 512)
+    const int* unit_first;        // [kClusters + 1] into the unit arrays
+    const int* unit_row0;         // [unit][4]: the first in_proj row of each of the unit's 16-row tiles
+    const int* unit_mt;           // 16-row tiles of each unit (1..4)
+    const uint16_t* x;            // [S][D] bf16
+    uint16_t* proj;               // [S][N] bf16
+    unsigned long long* stamps;   // [kCtas][kStamps]
+    int S, stages, slots;
+    int inflight;                 // copies outstanding at most (≤ stages)
+    int early;                    // copies issued before the entry cluster barrier (≤ inflight)
+    int early_free;               // a consumer frees its slot once its tiles are in registers
+    int entry_release;            // the entry cluster barrier's arrive with release (else relaxed after the init fence)
+    int compute;                  // 0 stream only; 1 in_proj
+    unsigned long long x_delay_ns;
+};
+
+enum Stamp { kEntry, kFirstChunk, kLastChunk, kXReady, kLastProj, kExit, kSynced, kCycles, kUnit0 };
+// per unit u: kUnit0 + 4u + {0: m-tile 0's even warp done with its k-steps, 1: its partials sent,
+// 2: the reducer saw the unit's partials, 3: the reducer freed the slot}; per chunk j: kChunk0 + 2j +
+// {0: its copy issued, 1: consumer warp 0 saw it}
+constexpr int kMaxTracedUnits = 16, kChunk0 = kUnit0 + 4 * kMaxTracedUnits, kMaxTracedChunks = 64;
+constexpr int kStamps = kChunk0 + 2 * kMaxTracedChunks;
+
+struct Smem {  // offsets into dynamic shared memory
+    int ring, x, recv, red, bytes;
+    __host__ __device__ static Smem layout(int nt, int chunk, int stages, int slots) {
+        Smem s{};
+        s.ring = 0;
+        s.x = stages * chunk;
+        s.recv = s.x + nt * 8 * kXStride * 2;
+        s.red = s.recv + slots * kRanks * 8 * nt * 8 * 4;
+        s.bytes = s.red + 4 * 32 * nt * 4 * 4;  // the odd k-steps' partials, a warp pair an m-tile
+        return s;
+    }
+};
+
+__device__ __forceinline__ uint16_t bf16_rne(float f) {  // #3: round to nearest even
+    uint32_t u = __float_as_uint(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return uint16_t((u >> 16) | 0x40);
+    return uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+// The producer's walk over its CTA's run: the next chunk (unit, chunk of the unit, ring slot and
+// round, byte offset) and the oldest copy still counted in flight. Counters, not divisions: a
+// division by a run-time value is ~25 instructions.
+struct Producer {
+    int u = 0, q = 0, s = 0, round = 0, off = 0, issued = 0;
+    int old_s = 0, old_round = 0;
+};
+
+// Issues the next chunk's copy, first waiting for the oldest copy in flight (once `inflight` are)
+// and for the slot's last consumers; false once the run is done.
+template <int KQ>
+__device__ bool produce(Producer& p, const Args& a, int u0, int units, const unsigned char* run, unsigned char* ring,
+                        uint64_t* full, uint64_t* empty, uint64_t policy, unsigned long long* st) {
+    constexpr int kSlotBytes = KQ * 4 * kTileBytes, kChunksPerUnit = kKSteps / KQ;
+    if (p.u == units) return false;
+    if (p.issued >= a.inflight) {
+        probe::spin([&] { return mbar_try_wait(&full[p.old_s], uint32_t(p.old_round) & 1u); });
+        if (++p.old_s == a.stages) p.old_s = 0, ++p.old_round;
+    }
+    if (p.round > 0) probe::spin([&] { return mbar_try_wait(&empty[p.s], uint32_t(p.round - 1) & 1u); });
+    const int bytes = KQ * a.unit_mt[u0 + p.u] * kTileBytes;
+    mbar_arrive_expect(&full[p.s], uint32_t(bytes));
+    bulk_copy_1d(ring + size_t(p.s) * kSlotBytes, run + p.off, uint32_t(bytes), &full[p.s], policy);
+    if (p.issued < kMaxTracedChunks) st[kChunk0 + 2 * p.issued] = now_ns();
+    p.off += bytes, ++p.issued;
+    if (++p.s == a.stages) p.s = 0, ++p.round;
+    if (++p.q == kChunksPerUnit) p.q = 0, ++p.u;
+    return true;
+}
+
+// What every role of a CTA reads: the arguments, the layout, the CTA's barriers and unit range.
+struct Cta {
+    const Args& a;
+    Smem L;
+    unsigned char* smem;
+    uint64_t *full, *empty, *recv_bar, *free_bar;  // the ring's (a slot each), the receive slots'
+    int rank, u0, units;
+    unsigned long long* st;
+    unsigned long long t0;
+};
+
+// The reducer: this rank's 8 rows of every unit it owns rows in, summed over the 8 ranks in rank
+// order, rounded once (#3), stored; then the receive slot freed on every rank.
+template <int NT>
+__device__ void reduce(const Cta& k, int lane) {
+    const Args& a = k.a;
+    const float* recv = reinterpret_cast<const float*>(k.smem + k.L.recv);
+    uint32_t phase = 0;  // bit s: parity of recv_bar[s]'s next phase
+    for (int u = 0; u < k.units; ++u) {
+        const int s = u % a.slots, mt = a.unit_mt[k.u0 + u], row0 = a.unit_row0[(k.u0 + u) * 4 + k.rank / 2] + 8 * (k.rank % 2);
+        if (k.rank >= 2 * mt) continue;  // a unit of mt tiles has 2·mt owners
+        const bool traced = lane == 0 && u < kMaxTracedUnits;
+        if (lane == 0) mbar_arrive_expect(&k.recv_bar[s], uint32_t(kRanks * 8 * NT * 8 * 4));
+        probe::spin([&] { return mbar_try_wait_cluster(&k.recv_bar[s], (phase >> s) & 1u); });
+        phase ^= 1u << s;
+        if (traced) k.st[kUnit0 + 4 * u + 2] = now_ns();
+        const float* slot = recv + size_t(s) * kRanks * 8 * NT * 8;
+        for (int col = lane; col < a.S; col += 32) {
+            uint32_t packed[4];
+#pragma unroll
+            for (int i = 0; i < 8; ++i) {
+                float acc = slot[(0 * 8 + i) * NT * 8 + col];
+                for (int src = 1; src < kRanks; ++src) acc += slot[(src * 8 + i) * NT * 8 + col];
+                const uint32_t b = bf16_rne(acc);
+                packed[i / 2] = i % 2 ? (packed[i / 2] | b << 16) : b;
+            }
+            *reinterpret_cast<uint4*>(a.proj + size_t(col) * N + row0) = make_uint4(packed[0], packed[1], packed[2], packed[3]);
+        }
+        __syncwarp();
+        // slot s free on every rank: kRanks arrivals a use whatever the owners (rank 0 makes up the rest)
+        if (lane < kRanks) mbar_arrive_peer(peer_addr(&k.free_bar[s], uint32_t(lane)), k.rank == 0 ? 9u - 2u * mt : 1u);
+        if (traced) k.st[kUnit0 + 4 * u + 3] = now_ns();
+    }
+    if (lane == 0) k.st[kLastProj] = now_ns();
+}
+
+// This rank's slice of x into shared memory, S rows (zeros up to the n-tile), by the consumer warps.
+template <int NT>
+__device__ void stage_x(const Cta& k) {
+    const Args& a = k.a;
+    uint16_t* xs = reinterpret_cast<uint16_t*>(k.smem + k.L.x);
+    while (now_ns() - k.t0 < a.x_delay_ns) {}
+    for (int i = threadIdx.x - kFirstConsumer * 32; i < NT * 8 * (kSliceCols / 8); i += kConsumers * 32) {
+        const int r = i / (kSliceCols / 8), q = i % (kSliceCols / 8);
+        uint4 v = make_uint4(0, 0, 0, 0);
+        if (r < a.S) v = *reinterpret_cast<const uint4*>(a.x + size_t(r) * D + k.rank * kSliceCols + q * 8);
+        *reinterpret_cast<uint4*>(xs + r * kXStride + q * 8) = v;
+    }
+    team_bar(1, kConsumers * 32);
+    if (threadIdx.x == kFirstConsumer * 32) k.st[kXReady] = now_ns();
+}
+
+// A unit's end for the warp pair of m-tile m: the odd warp's partials added to the even warp's
+// (even + odd, in that order), then the even warp sends them to their owners, rows g (rank 2m) and
+// g + 8 (2m + 1), once the receive slot is free.
+template <int NT>
+__device__ void send_partials(const Cta& k, float (&acc)[NT][4], int u, int m, int half, int lane) {
+    const int s = u % k.a.slots, g = lane / 4, c = lane % 4, pair_bar = 2 + m;  // named barriers 2..5: a pair
+    float* red = reinterpret_cast<float*>(k.smem + k.L.red) + (m * 32 + lane) * NT * 4;
+    if (half == 1) {
+#pragma unroll
+        for (int t = 0; t < NT; ++t) *reinterpret_cast<float4*>(red + t * 4) = make_float4(acc[t][0], acc[t][1], acc[t][2], acc[t][3]);
+    }
+    asm volatile("bar.sync %0, 64;" ::"r"(pair_bar) : "memory");
+    if (half == 0) {
+#pragma unroll
+        for (int t = 0; t < NT; ++t) {
+            const float4 o = *reinterpret_cast<const float4*>(red + t * 4);
+            acc[t][0] += o.x, acc[t][1] += o.y, acc[t][2] += o.z, acc[t][3] += o.w;
+        }
+    }
+    asm volatile("bar.sync %0, 64;" ::"r"(pair_bar) : "memory");  // red may be written again
+    if (half == 1) return;
+    if (u >= k.a.slots) probe::spin([&] { return mbar_try_wait_cluster(&k.free_bar[s], uint32_t(u / k.a.slots - 1) & 1u); });
+    float* rs = reinterpret_cast<float*>(k.smem + k.L.recv) + size_t(s) * kRanks * 8 * NT * 8;
+#pragma unroll
+    for (int t = 0; t < NT; ++t) {
+        float* lo = rs + (k.rank * 8 + g) * NT * 8 + t * 8 + 2 * c;
+        st_async_f2(peer_addr(lo, uint32_t(2 * m)), acc[t][0], acc[t][1], peer_addr(&k.recv_bar[s], uint32_t(2 * m)));
+        st_async_f2(peer_addr(lo, uint32_t(2 * m + 1)), acc[t][2], acc[t][3], peer_addr(&k.recv_bar[s], uint32_t(2 * m + 1)));
+    }
+}
+
+// Consumer warp cw = (m-tile m, k parity half): the m-tile's k-steps of parity `half`, every n-tile,
+// chunk by chunk; the same split whatever S, so a column's sum runs the same way at every S.
+template <int KQ, int NT>
+__device__ void consume(const Cta& k, int cw, int lane) {
+    constexpr int kSlotBytes = KQ * 4 * kTileBytes, kChunksPerUnit = kKSteps / KQ;
+    const Args& a = k.a;
+    const int m = cw / 2, half = cw % 2;
+    const uint16_t* xs = reinterpret_cast<const uint16_t*>(k.smem + k.L.x);
+    if (a.compute) stage_x<NT>(k);
+    int slot = 0, seen = 0;
+    uint32_t phase = 0;
+    auto take = [&] {  // wait for the next chunk: its address
+        probe::spin([&] { return mbar_try_wait(&k.full[slot], phase); });
+        if (cw == 0 && lane == 0 && seen < kMaxTracedChunks) k.st[kChunk0 + 2 * seen + 1] = now_ns();
+        ++seen;
+        return k.smem + k.L.ring + size_t(slot) * kSlotBytes;
+    };
+    auto give = [&] {  // free it
+        if (lane == 0) mbar_arrive(&k.empty[slot]);
+        if (++slot == a.stages) slot = 0, phase ^= 1u;
+    };
+    for (int u = 0; u < k.units; ++u) {
+        const int mt = a.unit_mt[k.u0 + u];
+        const bool mine = a.compute && m < mt;
+        float acc[NT][4] = {};
+        for (int q = 0; q < kChunksPerUnit; ++q) {
+            uint32_t b[KQ / 2][NT][2];  // x fragments do not depend on the chunk: loaded while it streams
+            if (mine) {
+#pragma unroll
+                for (int i = 0; i < KQ / 2; ++i)
+#pragma unroll
+                    for (int t = 0; t < NT; ++t)
+                        ldmatrix_x2(b[i][t], xs + (t * 8 + lane % 8) * kXStride + (q * KQ + 2 * i + half) * 16 + (lane / 8) % 2 * 8);
+            }
+            const unsigned char* chunk = take();
+            if (u == 0 && q == 0 && cw == 0 && lane == 0) k.st[kFirstChunk] = now_ns();
+            if (!mine) {
+                if (!a.compute) {
+                    const uint32_t touch = *reinterpret_cast<const uint32_t*>(chunk + lane * 4);
+                    asm volatile("" ::"r"(touch));  // the chunk is read
+                }
+                give();
+                continue;
+            }
+            uint4 w[KQ / 2];  // this warp's KQ/2 tiles of the chunk
+#pragma unroll
+            for (int i = 0; i < KQ / 2; ++i)
+                w[i] = *reinterpret_cast<const uint4*>(chunk + ((2 * i + half) * mt + m) * kTileBytes + lane * 16);
+            if (a.early_free) give();  // the tiles are in registers: the slot may be refilled
+#pragma unroll
+            for (int i = 0; i < KQ / 2; ++i)
+#pragma unroll
+                for (int t = 0; t < NT; ++t) mma_bf16_16816(acc[t], w[i].x, w[i].y, w[i].z, w[i].w, b[i][t][0], b[i][t][1]);
+            if (!a.early_free) give();
+        }
+        if (!mine) continue;
+        const bool traced = cw == 0 && lane == 0 && u < kMaxTracedUnits;
+        if (traced) k.st[kUnit0 + 4 * u] = now_ns();
+        send_partials<NT>(k, acc, u, m, half, lane);
+        if (traced) k.st[kUnit0 + 4 * u + 1] = now_ns();
+    }
+    if (cw == 0 && lane == 0) k.st[kLastChunk] = now_ns();
+}
+
+// KQ k-steps a chunk, NT n-tiles of 8 columns of x (S ≤ 8·NT): a unit of mt tiles is kKSteps / KQ
+// chunks of KQ·mt tiles (the host's packing order, [k-step][m-tile], so a chunk is contiguous); the
+// ring's slots hold KQ·4 tiles. Warp 0 produces, warp 1 reduces, warps 4-11 consume.
+template <int KQ, int NT>
+__global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(kThreads, 1) inproj(const Args a) {
+    static_assert(kKSteps % KQ == 0 && KQ % 2 == 0, "a unit is whole chunks, each split evenly by parity");
+    extern __shared__ __align__(1024) unsigned char smem[];
+    __shared__ uint64_t full[kMaxStages], empty[kMaxStages], recv_bar[kMaxSlots], free_bar[kMaxSlots];
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int rank = int(cluster_rank()), cl = int(cluster_id()), cta = cl * kRanks + rank;
+    const Cta k{a, Smem::layout(NT, KQ * 4 * kTileBytes, a.stages, a.slots), smem, full, empty, recv_bar, free_bar, rank,
+                a.unit_first[cl], a.unit_first[cl + 1] - a.unit_first[cl], a.stamps + size_t(cta) * kStamps, now_ns()};
+    const long long c0 = clock64();
+    const unsigned char* run = a.w + a.stream_off[cta];
+    Producer prod;  // thread 0's (the producer lane)
+    uint64_t policy = 0;
+    if (threadIdx.x == 0) {
+        k.st[kEntry] = k.t0;
+        for (int s = 0; s < a.stages; ++s) mbar_init(&full[s], 1), mbar_init(&empty[s], kConsumers);
+        for (int s = 0; s < a.slots; ++s) mbar_init(&recv_bar[s], 1), mbar_init(&free_bar[s], kRanks);
+        mbar_init_fence();
+        // the ring's barriers are this CTA's own: its first copies need no peer, only the partials do
+        policy = l2_policy(true);
+        while (prod.issued < a.early && produce<KQ>(prod, a, k.u0, k.units, run, smem + k.L.ring, full, empty, policy, k.st)) {}
+    }
+    // every rank's barriers exist before a peer sends to them: the init fence orders them, so the
+    // arrive may be relaxed; a release arrive would wait for the copies just issued (MEMBAR.ALL.GPU)
+    if (a.entry_release) cluster_arrive();
+    else cluster_arrive_relaxed();
+    cluster_wait();
+    if (threadIdx.x == 0) k.st[kSynced] = now_ns();
+    if (warp == 0 && lane == 0)  // the producer: the CTA's run, chunk by chunk, from the first instant
+        while (produce<KQ>(prod, a, k.u0, k.units, run, smem + k.L.ring, full, empty, policy, k.st)) {}
+    else if (warp == 1 && a.compute) reduce<NT>(k, lane);
+    else if (warp >= kFirstConsumer) consume<KQ, NT>(k, warp - kFirstConsumer, lane);
+    __syncthreads();
+    cluster_sync();  // no rank leaves while a peer may still send to it
+    if (threadIdx.x == 0) k.st[kExit] = now_ns(), k.st[kCycles] = (unsigned long long)(clock64() - c0);
+}
+
+}  // namespace monokda::probe::v2
