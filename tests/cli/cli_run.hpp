@@ -12,7 +12,7 @@ namespace monokda::test {
 
 struct CliResult {
     int code = -1;
-    std::string out;  // stdout and stderr together
+    std::string out;  // stdout, and stderr with it unless sent to a file
 };
 
 inline std::string shell_quote(const std::string& s) {
@@ -21,10 +21,8 @@ inline std::string shell_quote(const std::string& s) {
     return q + "'";
 }
 
-// Runs `bin line` through the shell (line as written: its words split, nothing quoted), in folder
-// `dir` when one is given.
-inline CliResult run_cli_line(const std::string& line, const std::string& bin = MONOKDA_BIN, const std::string& dir = "") {
-    const std::string cmd = (dir.empty() ? "" : "cd " + shell_quote(dir) + " && ") + shell_quote(bin) + " " + line + " 2>&1";
+// Runs a shell command line, capturing its exit code and stdout.
+inline CliResult run_shell(const std::string& cmd) {
     CliResult r;
     FILE* p = popen(cmd.c_str(), "r");
     if (!p) return r;
@@ -34,6 +32,15 @@ inline CliResult run_cli_line(const std::string& line, const std::string& bin = 
     const int status = pclose(p);
     r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     return r;
+}
+
+// Runs `bin line` through the shell (line as written: its words split, nothing quoted), in folder
+// `dir` when one is given; out holds stdout and stderr together, or stdout alone when stderr goes to
+// the file `stderr_file`.
+inline CliResult run_cli_line(const std::string& line, const std::string& bin = MONOKDA_BIN, const std::string& dir = "",
+                              const std::string& stderr_file = "") {
+    return run_shell((dir.empty() ? "" : "cd " + shell_quote(dir) + " && ") + shell_quote(bin) + " " + line + " 2>" +
+                     (stderr_file.empty() ? "&1" : shell_quote(stderr_file)));
 }
 
 inline CliResult run_cli(const std::vector<std::string>& args) {
