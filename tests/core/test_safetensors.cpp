@@ -55,7 +55,9 @@ TensorFile sample() {
 void check_same(const TensorFile& a, const TensorFile& b) {
     CHECK(a.metadata == b.metadata);
     REQUIRE(a.tensors.size() == b.tensors.size());
-    for (const auto& [name, t] : a.tensors) {
+    for (const auto& entry : a.tensors) {
+        const std::string& name = entry.first;
+        const Tensor& t = entry.second;
         CAPTURE(name);
         REQUIRE(b.has(name));
         const Tensor& u = b.get(name);

@@ -38,7 +38,9 @@ TEST_CASE("a fixture survives to_file / from_file unchanged, in both layouts") {
         StepInputs back = StepInputs::from_file(f);
         TensorFile g = back.to_file();
         CHECK(g.metadata == f.metadata);
-        for (const auto& [name, t] : f.tensors) {
+        for (const auto& entry : f.tensors) {
+            const std::string& name = entry.first;
+            const auto& t = entry.second;
             CAPTURE(name);
             CHECK(g.get(name).bytes == t.bytes);
         }
@@ -59,7 +61,8 @@ TEST_CASE("with_conv_layout moves every conv_state entry and nothing else") {
 
 TEST_CASE("every fixture tensor is checked for presence, dtype and shape") {
     const TensorFile good = make_fixture(small(2, 3, 2)).to_file();
-    for (const auto& [name, t] : good.tensors) {
+    for (const auto& entry : good.tensors) {
+        const std::string& name = entry.first;
         CAPTURE(name);
         TensorFile f = good;
         f.tensors.erase(name);

@@ -69,7 +69,8 @@ const std::map<Fault, std::vector<Verdict>>& expected() {
 }  // namespace
 
 TEST_CASE("the generator's seed layout is the plan monokda builds from SPEC 4.1's knobs") {
-    for (const auto& [R, L] : {std::pair{1, 1}, std::pair{2, 4}}) {
+    for (const auto& shape : {std::pair{1, 1}, std::pair{2, 4}}) {
+        const int R = shape.first, L = shape.second;
         CAPTURE(R);
         CAPTURE(L);
         const Plan p = seed_plan(R, L);
@@ -90,7 +91,8 @@ TEST_CASE("the generator's seed layout is the plan monokda builds from SPEC 4.1'
 }
 
 TEST_CASE("the seed layout passes under random, PCT and delay schedules, and every applicable fault is caught") {
-    for (const auto& [R, L] : {std::pair{1, 1}, std::pair{2, 4}, std::pair{8, 8}}) {
+    for (const auto& shape : {std::pair{1, 1}, std::pair{2, 4}, std::pair{8, 8}}) {
+        const int R = shape.first, L = shape.second;
         EmulateOptions o;
         o.fixture.R = R;
         o.fixture.L = L;

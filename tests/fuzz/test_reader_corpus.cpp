@@ -92,7 +92,9 @@ TEST_CASE("the corpus holds header lengths at and around the file's end") {
 
 TEST_CASE("valid seeds are accepted, malformed seeds rejected with a message") {
     const std::map<std::string, std::string>& why = expected_messages();
-    for (const auto& [name, bytes] : corpus()) {
+    for (const auto& entry : corpus()) {
+        const std::string& name = entry.first;
+        const auto& bytes = entry.second;
         const ReaderVerdict v = check_fixture_bytes(bytes.data(), bytes.size());
         INFO(name << ": " << v.message);
         if (name.rfind("valid-", 0) == 0) {

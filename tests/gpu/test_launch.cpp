@@ -154,8 +154,10 @@ TEST_CASE("a copy-engine copy that never completes: the pass's wait gives up and
             if (op >= int32_t(Op::KDA_LOAD) && op <= int32_t(Op::KDA_NORM)) plan.erase_instr(l, i);
         }
     using Fault = gpu::LaunchOptions::CopyFault;
-    for (const auto& [fault, name] : {std::pair{Fault::x, std::string("gave up waiting for its copy of x for step 0")},
-                                      std::pair{Fault::weight, std::string("gave up waiting for its in_proj weight copy of step 0")}}) {
+    for (const auto& planted : {std::pair{Fault::x, std::string("gave up waiting for its copy of x for step 0")},
+                                std::pair{Fault::weight, std::string("gave up waiting for its in_proj weight copy of step 0")}}) {
+        const Fault fault = planted.first;
+        const std::string& name = planted.second;
         CAPTURE(name);
         gpu::LaunchOptions lo;
         lo.poll_timeout_ms = 200;

@@ -93,7 +93,7 @@ TEST_CASE("monokda-ptx-ordering: 0 clean, 1 naming the rule, 2 for bad input wit
     CHECK_MESSAGE(ring.out.find("RING_WAIT kda_pre_kernel<true> at async_wait<") != std::string::npos, ring.out);
 
     test::TempDir dir("ptx_ordering");
-    for (const auto& [line, expect] : std::vector<std::pair<std::string, std::string>>{
+    for (const auto& bad : std::vector<std::pair<std::string, std::string>>{
              {"", "no command"},
              {"frobnicate x", "unknown command 'frobnicate'"},
              {"check", "check needs a file"},
@@ -103,6 +103,7 @@ TEST_CASE("monokda-ptx-ordering: 0 clean, 1 naming the rule, 2 for bad input wit
              {"summarize " + kKernel + " -o " + dir / "out.ordering", "not PTX"},
              {"summarize a.ptx b.ptx", "one PTX file"},
          }) {
+        const std::string &line = bad.first, &expect = bad.second;
         CAPTURE(line);
         const test::CliResult r = tool(line);
         CHECK(r.code == 2);
