@@ -78,10 +78,11 @@ int cmd_emulate(const Args& args) {
     pos.add("fixture", 1);
     po::variables_map vm;
     if (!parse_args(args,
-                    "monokda emulate [FIXTURE] [--plan FILE] [--config k3|small] [--R 2] [--L 4] [--nb 4] [--blocks N] [--gemv-bands auto|spec|every] "
-                    "[--schedule random|pct|rr|delay:ROLE] [--seed S] [--resident N] [--steps K] [--amd] [--kda-teams N] "
-                    "[--inject NAME] [--list-faults] [--detectors-off LIST] [--list-detectors] [--timeline F] [--trace F] [-o OUT] [--envelope-out F] [--sweep N] "
-                    "[--replay TOKEN]",
+                    "monokda emulate [FIXTURE] [--plan FILE] [--config k3|small] [--R 2] [--L 4] [--nb 4] [--fixture-seed 1] "
+                    "[--blocks N] [--gemv-bands auto|spec|every] [--schedule random|pct|rr|delay:ROLE|delay:cta:N] [--seed S] "
+                    "[--resident N] [--steps K] [--amd] [--kda-teams N] [--inject NAME] [--list-faults] [--detectors-off LIST] "
+                    "[--list-detectors] [--timeline F] [--trace F] [-o OUT] [--envelope-out F] [--envelope-in F] "
+                    "[--envelope-orders N] [--no-envelope] [--sweep N] [--replay TOKEN]",
                     opts, pos, vm))
         return 0;
     if (vm.count("list-faults")) {

@@ -35,8 +35,10 @@ int cmd_fixture(const Args& args) {
     po::positional_options_description pos;
     po::variables_map vm;
     if (!parse_args(args, "monokda fixture --config k3|small [--R 2] [--L 4] [--nb 4] [--block-write] "
-                          "[--layout sd|ds] [--null-requests K] [--partial-nulls K] [--scale PROFILE] [--seed 1] "
-                          "[--from-hf DIR --layer I --tp-rank R --tp-size T] -o FILE", opts, pos, vm))
+                          "[--layout sd|ds] [--null-requests K] [--partial-nulls K] [--scale PROFILE] [--extra-slots 3] "
+                          "[--seed 1] -o FILE\n"
+                          "       monokda fixture --from-hf DIR --layer I --tp-rank R --tp-size T [...] -o FILE",
+                    opts, pos, vm))
         return 0;
     check_outputs({{"-o", out}});
     const bool from_hf = vm.count("from-hf") > 0;

@@ -128,8 +128,10 @@ int cmd_fuzz(const Args& args) {
     po::variables_map vm;
     if (!parse_args(args, "monokda fuzz --target reference|emulator|gpu|exec [--cmd 'PROG {fixture} {out}'] "
                           "[--config small|k3] [--shapes any|k3] [--iters N] [--seed S] [--time SECONDS] "
-                          "[--shard I/N] [--report FILE] [--plant BUG] "
-                          "[--replay FILE --check NAME --check-seed N] [--merge REPORT...] [--list]",
+                          "[--shard I/N] [--report F.json] [--plant BUG]\n"
+                          "       monokda fuzz --replay FILE --check NAME --check-seed N [--target T | --plant BUG]\n"
+                          "       monokda fuzz --merge REPORT... [--report F.json]\n"
+                          "       monokda fuzz --list",
                     opts, pos, vm))
         return 0;
     if (vm.count("list")) { list_all(std::cout); return 0; }

@@ -19,7 +19,7 @@ int cmd_reference(const Args& args) {
     po::positional_options_description pos;
     pos.add("fixture", 1);
     po::variables_map vm;
-    if (!parse_args(args, "monokda reference FIXTURE -o OUT [--f64] [--order sequential|pairwise|split:P|shuffle:SEED]",
+    if (!parse_args(args, "monokda reference FIXTURE -o OUT [--f64] [--order sequential|pairwise|split:P|shuffle:SEED|SITE=ORDER,...]",
                     opts, pos, vm))
         return 0;
     check_outputs({{"-o", out}}, {{"FIXTURE", fixture}});
