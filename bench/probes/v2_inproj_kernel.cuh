@@ -17,7 +17,7 @@ using namespace monokda::gpu;
 constexpr int kThreads = 384;  // warp 0 producer, warp 1 reducer, warps 2-3 spare, warps 4-11 consumers
 constexpr int kConsumers = 8, kFirstConsumer = 4;
 constexpr int kXStride = kSliceCols + 8;  // x row in shared memory (bf16): 16-byte rows, no bank conflicts
-constexpr int kMaxStages = 16, kMaxSlots = 4;
+constexpr int kMaxStages = 16, kMaxSlots = 4, kMaxUnits = 128;
 constexpr int kSmemMax = 227 * 1024;
 constexpr int kCopies = 4;  // weight copies rotated so that L2 never holds the one read
 
@@ -27,6 +27,12 @@ struct Args {
     const int* unit_first;        // [kClusters + 1] into the unit arrays
     const int* unit_row0;         // [unit][4]: the first in_proj row of each of the unit's 16-row tiles
     const int* unit_mt;           // 16-row tiles of each unit (1..4)
+    // the same tables as kernel parameters: a CTA's first copy then waits for no global load
+    int run_off[kCtas], first_p[kClusters + 1];
+    unsigned char mt_p[kMaxUnits];
+    int param_tables;             // read the tables above instead of the global ones
+    int products;                 // 0: the products replaced by one dependent add each (the clock's question; not at
+                                  // NT = 8, whose registers do not hold the second path)
     const uint16_t* x;            // [S][D] bf16
     uint16_t* proj;               // [S][N] bf16
     unsigned long long* stamps;   // [kCtas][kStamps]
@@ -37,9 +43,12 @@ struct Args {
     int entry_release;            // the entry cluster barrier's arrive with release (else relaxed after the init fence)
     int compute;                  // 0 stream only; 1 in_proj
     unsigned long long x_delay_ns;
+    __device__ int first(int cl) const { return param_tables ? first_p[cl] : unit_first[cl]; }
+    __device__ int mt(int u) const { return param_tables ? int(mt_p[u]) : unit_mt[u]; }
+    __device__ int off(int cta) const { return param_tables ? run_off[cta] : stream_off[cta]; }
 };
 
-enum Stamp { kEntry, kFirstChunk, kLastChunk, kXReady, kLastProj, kExit, kSynced, kCycles, kUnit0 };
+enum Stamp { kEntry, kFirstChunk, kLastChunk, kXReady, kLastProj, kExit, kSynced, kCycles, kSm, kUnit0 };
 // per unit u: kUnit0 + 4u + {0: m-tile 0's even warp done with its k-steps, 1: its partials sent,
 // 2: the reducer saw the unit's partials, 3: the reducer freed the slot}; per chunk j: kChunk0 + 2j +
 // {0: its copy issued, 1: consumer warp 0 saw it}
@@ -85,7 +94,7 @@ __device__ bool produce(Producer& p, const Args& a, int u0, int units, const uns
         if (++p.old_s == a.stages) p.old_s = 0, ++p.old_round;
     }
     if (p.round > 0) probe::spin([&] { return mbar_try_wait(&empty[p.s], uint32_t(p.round - 1) & 1u); });
-    const int bytes = KQ * a.unit_mt[u0 + p.u] * kTileBytes;
+    const int bytes = KQ * a.mt(u0 + p.u) * kTileBytes;
     mbar_arrive_expect(&full[p.s], uint32_t(bytes));
     bulk_copy_1d(ring + size_t(p.s) * kSlotBytes, run + p.off, uint32_t(bytes), &full[p.s], policy);
     if (p.issued < kMaxTracedChunks) st[kChunk0 + 2 * p.issued] = now_ns();
@@ -114,7 +123,7 @@ __device__ void reduce(const Cta& k, int lane) {
     const float* recv = reinterpret_cast<const float*>(k.smem + k.L.recv);
     uint32_t phase = 0;  // bit s: parity of recv_bar[s]'s next phase
     for (int u = 0; u < k.units; ++u) {
-        const int s = u % a.slots, mt = a.unit_mt[k.u0 + u], row0 = a.unit_row0[(k.u0 + u) * 4 + k.rank / 2] + 8 * (k.rank % 2);
+        const int s = u % a.slots, mt = a.mt(k.u0 + u), row0 = a.unit_row0[(k.u0 + u) * 4 + k.rank / 2] + 8 * (k.rank % 2);
         if (k.rank >= 2 * mt) continue;  // a unit of mt tiles has 2·mt owners
         const bool traced = lane == 0 && u < kMaxTracedUnits;
         if (lane == 0) mbar_arrive_expect(&k.recv_bar[s], uint32_t(kRanks * 8 * NT * 8 * 4));
@@ -146,12 +155,21 @@ template <int NT>
 __device__ void stage_x(const Cta& k) {
     const Args& a = k.a;
     uint16_t* xs = reinterpret_cast<uint16_t*>(k.smem + k.L.x);
+    constexpr int kVecs = NT * 8 * (kSliceCols / 8), kBatch = NT >= 8 ? 4 : 8;  // 16-byte pieces; loads in flight a thread
     while (now_ns() - k.t0 < a.x_delay_ns) {}
-    for (int i = threadIdx.x - kFirstConsumer * 32; i < NT * 8 * (kSliceCols / 8); i += kConsumers * 32) {
-        const int r = i / (kSliceCols / 8), q = i % (kSliceCols / 8);
-        uint4 v = make_uint4(0, 0, 0, 0);
-        if (r < a.S) v = *reinterpret_cast<const uint4*>(a.x + size_t(r) * D + k.rank * kSliceCols + q * 8);
-        *reinterpret_cast<uint4*>(xs + r * kXStride + q * 8) = v;
+    for (int i0 = threadIdx.x - kFirstConsumer * 32; i0 < kVecs; i0 += kBatch * kConsumers * 32) {
+        uint4 v[kBatch];  // every load of the batch issued before the first store: one latency, not eight
+#pragma unroll
+        for (int j = 0; j < kBatch; ++j) {
+            const int i = i0 + j * kConsumers * 32, r = i / (kSliceCols / 8), q = i % (kSliceCols / 8);
+            v[j] = i < kVecs && r < a.S ? *reinterpret_cast<const uint4*>(a.x + size_t(r) * D + k.rank * kSliceCols + q * 8)
+                                        : make_uint4(0, 0, 0, 0);
+        }
+#pragma unroll
+        for (int j = 0; j < kBatch; ++j) {
+            const int i = i0 + j * kConsumers * 32, r = i / (kSliceCols / 8), q = i % (kSliceCols / 8);
+            if (i < kVecs) *reinterpret_cast<uint4*>(xs + r * kXStride + q * 8) = v[j];
+        }
     }
     team_bar(1, kConsumers * 32);
     if (threadIdx.x == kFirstConsumer * 32) k.st[kXReady] = now_ns();
@@ -210,7 +228,7 @@ __device__ void consume(const Cta& k, int cw, int lane) {
         if (++slot == a.stages) slot = 0, phase ^= 1u;
     };
     for (int u = 0; u < k.units; ++u) {
-        const int mt = a.unit_mt[k.u0 + u];
+        const int mt = a.mt(k.u0 + u);
         const bool mine = a.compute && m < mt;
         float acc[NT][4] = {};
         for (int q = 0; q < kChunksPerUnit; ++q) {
@@ -240,7 +258,9 @@ __device__ void consume(const Cta& k, int cw, int lane) {
 #pragma unroll
             for (int i = 0; i < KQ / 2; ++i)
 #pragma unroll
-                for (int t = 0; t < NT; ++t) mma_bf16_16816(acc[t], w[i].x, w[i].y, w[i].z, w[i].w, b[i][t][0], b[i][t][1]);
+                for (int t = 0; t < NT; ++t)
+                    if (NT == 8 || a.products) mma_bf16_16816(acc[t], w[i].x, w[i].y, w[i].z, w[i].w, b[i][t][0], b[i][t][1]);
+                    else acc[t][0] += __uint_as_float((w[i].x ^ b[i][t][0]) & 0x3f800000u);
             if (!a.early_free) give();
         }
         if (!mine) continue;
@@ -263,13 +283,13 @@ __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(kThreads, 1) in
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int rank = int(cluster_rank()), cl = int(cluster_id()), cta = cl * kRanks + rank;
     const Cta k{a, Smem::layout(NT, KQ * 4 * kTileBytes, a.stages, a.slots), smem, full, empty, recv_bar, free_bar, rank,
-                a.unit_first[cl], a.unit_first[cl + 1] - a.unit_first[cl], a.stamps + size_t(cta) * kStamps, now_ns()};
+                a.first(cl), a.first(cl + 1) - a.first(cl), a.stamps + size_t(cta) * kStamps, now_ns()};
     const long long c0 = clock64();
-    const unsigned char* run = a.w + a.stream_off[cta];
+    const unsigned char* run = a.w + a.off(cta);
     Producer prod;  // thread 0's (the producer lane)
     uint64_t policy = 0;
     if (threadIdx.x == 0) {
-        k.st[kEntry] = k.t0;
+        k.st[kEntry] = k.t0, k.st[kSm] = sm_id();
         for (int s = 0; s < a.stages; ++s) mbar_init(&full[s], 1), mbar_init(&empty[s], kConsumers);
         for (int s = 0; s < a.slots; ++s) mbar_init(&recv_bar[s], 1), mbar_init(&free_bar[s], kRanks);
         mbar_init_fence();

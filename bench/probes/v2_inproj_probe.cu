@@ -28,7 +28,10 @@
 //   check    proj against an fp32 host reference in sequential order (the reference path's), bit
 //            identity (teacher-forced: the same bf16 x), and the same rows bit for bit at every S.
 //   residency  cooperative launches of clusters of 1, 2, 4, 8, 16 at this footprint: how many fit.
-// Usage: monokda-v2-inproj-probe [residency|rate|tune|inproj|delay|trace|check|all] [REPS]
+//   ab       the best setting of S = 1 and 16 against itself with one knob changed (tables in global
+//            memory, products replaced by adds, slots freed late or early, copies issued before the
+//            entry barrier or not), twice, interleaved.
+// Usage: monokda-v2-inproj-probe [residency|rate|tune|inproj|ab|delay|trace|check|all] [REPS]
 #include "bench/probes/probe_util.hpp"
 #include "bench/probes/v2_inproj_kernel.cuh"
 
@@ -69,6 +72,7 @@ Kernel kernel_for(int kq, int nt) {
 struct Device {
     Units units;
     std::vector<uint16_t> w, x;
+    std::vector<int> off;  // each CTA's run in the packed weight (bytes)
     unsigned char* d_w = nullptr;  // kCopies packed copies
     size_t packed_bytes = 0;
     int *d_off, *d_first, *d_row0, *d_mt;
@@ -86,8 +90,7 @@ Device setup() {
         std::fill(d.w.begin() + size_t(r) * D, d.w.begin() + size_t(r + 1) * D, uint16_t(0));
     d.x.resize(size_t(64) * D);
     for (auto& v : d.x) v = to_bf16(rng.normalish());
-    std::vector<int> off;
-    const std::vector<uint16_t> packed = pack(d.w, d.units, off);
+    const std::vector<uint16_t> packed = pack(d.w, d.units, d.off);
     d.packed_bytes = packed.size() * 2;
     check(cudaMalloc(&d.d_w, d.packed_bytes * kCopies), "weight");
     for (int k = 0; k < kCopies; ++k)
@@ -96,7 +99,8 @@ Device setup() {
         check(cudaMalloc(p, v.size() * 4), "table");
         check(cudaMemcpy(*p, v.data(), v.size() * 4, cudaMemcpyHostToDevice), "table copy");
     };
-    up(&d.d_off, off), up(&d.d_first, d.units.first), up(&d.d_row0, d.units.row0), up(&d.d_mt, d.units.mt);
+    if (d.units.mt.size() > size_t(kMaxUnits)) std::exit(1);  // the parameter table's bound
+    up(&d.d_off, d.off), up(&d.d_first, d.units.first), up(&d.d_row0, d.units.row0), up(&d.d_mt, d.units.mt);
     check(cudaMalloc(&d.d_x, d.x.size() * 2), "x");
     check(cudaMemcpy(d.d_x, d.x.data(), d.x.size() * 2, cudaMemcpyHostToDevice), "x copy");
     check(cudaMalloc(&d.d_proj, size_t(64) * N * 2), "proj");
@@ -111,11 +115,24 @@ Device setup() {
 struct Case {  // one launch configuration
     int S, kq, stages, slots;
     int inflight, early, early_free;  // inflight 0: the ring's depth
-    int compute = 1, entry_release = 0;
+    int compute = 1, entry_release = 0, param_tables = 1, products = 1;
     unsigned long long delay_ns = 0;
     int cap() const { return inflight ? std::min(inflight, stages) : stages; }
     int chunk() const { return kq * 4 * kTileBytes; }
 };
+
+Args args_for(const Device& d, const Case& c, int copy) {
+    Args a{};
+    a.w = d.d_w + size_t(copy) * d.packed_bytes, a.stream_off = d.d_off, a.unit_first = d.d_first, a.unit_row0 = d.d_row0;
+    a.unit_mt = d.d_mt, a.x = d.d_x, a.proj = d.d_proj, a.stamps = d.d_stamps;
+    for (int k = 0; k < kCtas; ++k) a.run_off[k] = d.off[size_t(k)];
+    for (int k = 0; k <= kClusters; ++k) a.first_p[k] = d.units.first[size_t(k)];
+    for (size_t u = 0; u < d.units.mt.size(); ++u) a.mt_p[u] = (unsigned char)d.units.mt[u];
+    a.S = c.S, a.stages = c.stages, a.slots = c.slots, a.inflight = c.cap(), a.early = c.early, a.early_free = c.early_free;
+    a.entry_release = c.entry_release, a.compute = c.compute, a.param_tables = c.param_tables, a.products = c.products;
+    a.x_delay_ns = c.delay_ns;
+    return a;
+}
 
 struct Run {
     float event_us;   // median launch time by events
@@ -152,8 +169,7 @@ Run run(Device& d, const Case& c, int reps) {
     std::vector<unsigned long long> h(size_t(kCtas) * kStamps);
     const Kernel kernel = kernel_for(c.kq, nt_for(c.S));
     for (int i = 0; i < reps + 2; ++i) {
-        Args a{d.d_w + size_t(i % kCopies) * d.packed_bytes, d.d_off, d.d_first, d.d_row0, d.d_mt, d.d_x, d.d_proj,
-               d.d_stamps, c.S, c.stages, c.slots, c.cap(), c.early, c.early_free, c.entry_release, c.compute, c.delay_ns};
+        const Args a = args_for(d, c, i % kCopies);
         check(cudaMemset(d.d_stamps, 0, h.size() * 8), "stamps clear");
         check(cudaEventRecord(e0), "record");
         check(cudaLaunchKernelEx(&cfg, kernel, a), "launch");
@@ -187,9 +203,9 @@ Run run(Device& d, const Case& c, int reps) {
 }
 
 void print_row(const char* mode, const Case& c, const Run& r) {
-    std::printf("%-6s S %2d  chunk %5d x %2d (%3d KB)  inflight %d  early %d  free %s  entry %s  slots %d  delay %4llu ns", mode,
-                c.S, c.chunk(), c.stages, c.chunk() * c.stages / 1024, c.cap(), c.early, c.early_free ? "early" : "late ",
-                c.entry_release ? "rel" : "rlx", c.slots, c.delay_ns);
+    std::printf("%-6s S %2d  chunk %5d x %2d (%3d KB)  inflight %d  early %d  free %s  entry %s  tables %s  slots %d  delay %4llu ns",
+                mode, c.S, c.chunk(), c.stages, c.chunk() * c.stages / 1024, c.cap(), c.early, c.early_free ? "early" : "late ",
+                c.entry_release ? "rel" : "rlx", c.param_tables ? "param" : "gmem ", c.slots, c.delay_ns);
     if (!r.ok) {
         std::printf("  does not fit\n");
         return;
@@ -302,6 +318,33 @@ void trace_mode(Device& d, const Case& c) {
                     last_chunk.back(), last_chunk[last_chunk.size() / 2], last_proj.empty() ? -1.0 : last_proj.front(),
                     last_proj.empty() ? -1.0 : last_proj.back());
     }
+    // each cluster's last chunk (the latest of its ranks) over five more launches, and its SMs: does
+    // the same cluster lag every time, and where does it sit
+    std::vector<std::vector<double>> per(kClusters);
+    std::vector<int> sm_lo(kClusters, 1 << 20), sm_hi(kClusters, -1);
+    for (int rep = 0; rep < 5; ++rep) {
+        run(d, c, 1);
+        std::vector<unsigned long long> g(size_t(kCtas) * kStamps);
+        check(cudaMemcpy(g.data(), d.d_stamps, g.size() * 8, cudaMemcpyDeviceToHost), "stamps");
+        unsigned long long z = ~0ull;
+        for (int k = 0; k < kCtas; ++k) z = std::min(z, g[size_t(k) * kStamps + kEntry]);
+        for (int cl = 0; cl < kClusters; ++cl) {
+            unsigned long long last = 0;
+            for (int r = 0; r < kRanks; ++r) {
+                const unsigned long long* s = &g[size_t(cl * kRanks + r) * kStamps];
+                last = std::max(last, s[kLastChunk]);
+                sm_lo[size_t(cl)] = std::min(sm_lo[size_t(cl)], int(s[kSm])), sm_hi[size_t(cl)] = std::max(sm_hi[size_t(cl)], int(s[kSm]));
+            }
+            per[size_t(cl)].push_back(double(last - z) / 1000.0);
+        }
+    }
+    for (int cl = 0; cl < kClusters; ++cl) {
+        int groups = 0;
+        for (int u = d.units.first[size_t(cl)]; u < d.units.first[size_t(cl) + 1]; ++u) groups += d.units.mt[size_t(u)];
+        std::printf("trace: cluster %2d (%d groups, SMs %3d..%3d): last chunk", cl, groups, sm_lo[size_t(cl)], sm_hi[size_t(cl)]);
+        for (double v : per[size_t(cl)]) std::printf(" %6.2f", v);
+        std::printf(" us\n");
+    }
     for (int cta : {0, 7}) {
         const unsigned long long* s = &h[size_t(cta) * kStamps];
         std::printf("trace CTA %d: entry %.2f synced %.2f x %.2f first chunk %.2f last chunk %.2f last proj %.2f exit %.2f\n", cta,
@@ -381,14 +424,13 @@ int main(int argc, char** argv) {
     if (mode == "residency" || mode == "all") residency();
     if (mode == "rate" || mode == "all")
         for (int kq : {kKq8, kKq14})
-            for (int stages : {2, 3, 4, 6, 8, 12})
-                for (int early : {0, 2, 12})
-                    for (int entry_release : {0, 1})
-                        if (kq * 4 * kTileBytes * stages <= 200 * 1024 && (early != 12 || !entry_release)) {
-                            Case c{1, kq, stages, 2, 0, std::min(early, stages), 0};
-                            c.compute = 0, c.entry_release = entry_release;
-                            print_row("rate", c, run(d, c, reps));
-                        }
+            for (int stages : {3, 4, 6, 8})
+                for (int tables : {0, 1})
+                    if (kq * 4 * kTileBytes * stages <= 200 * 1024) {
+                        Case c{1, kq, stages, 2, 0, 0, 0};
+                        c.compute = 0, c.param_tables = tables;
+                        print_row("rate", c, run(d, c, reps));
+                    }
     if (mode == "tune" || mode == "all")
         for (int k = 0; k < 4; ++k) best[k] = tune(d, sizes[k], std::max(5, reps / 2));
     if (mode == "inproj" || mode == "all")
@@ -396,6 +438,17 @@ int main(int argc, char** argv) {
             print_row("first", derisk_setting(sizes[k]), run(d, derisk_setting(sizes[k]), reps));
             print_row("best", best[k], run(d, best[k], reps));
         }
+    if (mode == "ab" || mode == "all")  // one knob at a time against the best setting, twice, interleaved
+        for (int k : {0, 2})
+            for (int round = 0; round < 2; ++round) {
+                Case c = best[k];
+                print_row("ab", c, run(d, c, reps));
+                Case t = c;
+                t.param_tables = 1 - c.param_tables, print_row("ab", t, run(d, t, reps));
+                t = c, t.products = 0, print_row("ab-mma", t, run(d, t, reps));
+                t = c, t.early_free = 1 - c.early_free, print_row("ab", t, run(d, t, reps));
+                t = c, t.early = c.early ? 0 : std::min(2, c.cap()), print_row("ab", t, run(d, t, reps));
+            }
     if (mode == "delay" || mode == "all")
         for (int k : {0, 2}) {
             // the best setting, the same in-flight cap with the deepest ring that fits, and 16 KB chunks
