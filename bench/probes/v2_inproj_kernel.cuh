@@ -31,6 +31,7 @@ struct Args {
     int run_off[kCtas], first_p[kClusters + 1];
     unsigned char mt_p[kMaxUnits];
     int param_tables;             // read the tables above instead of the global ones
+    int poll;                     // the waits: 0 try_wait (the thread may sleep), 1 test_wait in a spin, 2 try_wait with a 32 ns hint
     int products;                 // 0: the products replaced by one dependent add each (the clock's question; not at
                                   // NT = 8, whose registers do not hold the second path)
     const uint16_t* x;            // [S][D] bf16
@@ -43,6 +44,12 @@ struct Args {
     int entry_release;            // the entry cluster barrier's arrive with release (else relaxed after the init fence)
     int compute;                  // 0 stream only; 1 in_proj
     unsigned long long x_delay_ns;
+    __device__ bool ready(uint64_t* bar, uint32_t parity) const {  // this CTA's barrier, completed in this CTA
+        return poll == 1 ? mbar_test_wait(bar, parity) : poll == 2 ? mbar_try_wait_hint(bar, parity, 32) : mbar_try_wait(bar, parity);
+    }
+    __device__ bool ready_cluster(uint64_t* bar, uint32_t parity) const {  // completed by peers: acquire at cluster scope
+        return poll == 1 ? mbar_test_wait_cluster(bar, parity) : mbar_try_wait_cluster(bar, parity);
+    }
     __device__ int first(int cl) const { return param_tables ? first_p[cl] : unit_first[cl]; }
     __device__ int mt(int u) const { return param_tables ? int(mt_p[u]) : unit_mt[u]; }
     __device__ int off(int cta) const { return param_tables ? run_off[cta] : stream_off[cta]; }
@@ -90,10 +97,10 @@ __device__ bool produce(Producer& p, const Args& a, int u0, int units, const uns
     constexpr int kSlotBytes = KQ * 4 * kTileBytes, kChunksPerUnit = kKSteps / KQ;
     if (p.u == units) return false;
     if (p.issued >= a.inflight) {
-        probe::spin([&] { return mbar_try_wait(&full[p.old_s], uint32_t(p.old_round) & 1u); });
+        probe::spin([&] { return a.ready(&full[p.old_s], uint32_t(p.old_round) & 1u); });
         if (++p.old_s == a.stages) p.old_s = 0, ++p.old_round;
     }
-    if (p.round > 0) probe::spin([&] { return mbar_try_wait(&empty[p.s], uint32_t(p.round - 1) & 1u); });
+    if (p.round > 0) probe::spin([&] { return a.ready(&empty[p.s], uint32_t(p.round - 1) & 1u); });
     const int bytes = KQ * a.mt(u0 + p.u) * kTileBytes;
     mbar_arrive_expect(&full[p.s], uint32_t(bytes));
     bulk_copy_1d(ring + size_t(p.s) * kSlotBytes, run + p.off, uint32_t(bytes), &full[p.s], policy);
@@ -127,7 +134,7 @@ __device__ void reduce(const Cta& k, int lane) {
         if (k.rank >= 2 * mt) continue;  // a unit of mt tiles has 2·mt owners
         const bool traced = lane == 0 && u < kMaxTracedUnits;
         if (lane == 0) mbar_arrive_expect(&k.recv_bar[s], uint32_t(kRanks * 8 * NT * 8 * 4));
-        probe::spin([&] { return mbar_try_wait_cluster(&k.recv_bar[s], (phase >> s) & 1u); });
+        probe::spin([&] { return a.ready_cluster(&k.recv_bar[s], (phase >> s) & 1u); });
         phase ^= 1u << s;
         if (traced) k.st[kUnit0 + 4 * u + 2] = now_ns();
         const float* slot = recv + size_t(s) * kRanks * 8 * NT * 8;
@@ -196,7 +203,7 @@ __device__ void send_partials(const Cta& k, float (&acc)[NT][4], int u, int m, i
     }
     asm volatile("bar.sync %0, 64;" ::"r"(pair_bar) : "memory");  // red may be written again
     if (half == 1) return;
-    if (u >= k.a.slots) probe::spin([&] { return mbar_try_wait_cluster(&k.free_bar[s], uint32_t(u / k.a.slots - 1) & 1u); });
+    if (u >= k.a.slots) probe::spin([&] { return k.a.ready_cluster(&k.free_bar[s], uint32_t(u / k.a.slots - 1) & 1u); });
     float* rs = reinterpret_cast<float*>(k.smem + k.L.recv) + size_t(s) * kRanks * 8 * NT * 8;
 #pragma unroll
     for (int t = 0; t < NT; ++t) {
@@ -218,7 +225,7 @@ __device__ void consume(const Cta& k, int cw, int lane) {
     int slot = 0, seen = 0;
     uint32_t phase = 0;
     auto take = [&] {  // wait for the next chunk: its address
-        probe::spin([&] { return mbar_try_wait(&k.full[slot], phase); });
+        probe::spin([&] { return a.ready(&k.full[slot], phase); });
         if (cw == 0 && lane == 0 && seen < kMaxTracedChunks) k.st[kChunk0 + 2 * seen + 1] = now_ns();
         ++seen;
         return k.smem + k.L.ring + size_t(slot) * kSlotBytes;

@@ -20,7 +20,7 @@
 // Modes:
 //   rate     stream only (consumers touch and free each chunk): the copy rate against chunk size,
 //            depth and early issue, on the 15×8 clusters.
-//   tune     in_proj at S = 1, 4, 16, 64 over chunk, depth, in-flight cap, early issue, early free:
+//   tune     in_proj at S = 1, 4, 16, 64 over chunk, depth, in-flight cap, the waits, early free:
 //            launch-to-last-proj time, a line a setting, then the best setting of each S.
 //   inproj   the first design's setting against the best of tune, at each S.
 //   delay    inproj at S = 1 and 16 with x made late by 0..6 µs: how much of a late x the ring hides.
@@ -29,8 +29,8 @@
 //            identity (teacher-forced: the same bf16 x), and the same rows bit for bit at every S.
 //   residency  cooperative launches of clusters of 1, 2, 4, 8, 16 at this footprint: how many fit.
 //   ab       the best setting of S = 1 and 16 against itself with one knob changed (tables in global
-//            memory, products replaced by adds, slots freed late or early, copies issued before the
-//            entry barrier or not), twice, interleaved.
+//            memory, products replaced by adds, the waits polled or sleeping, slots freed late or
+//            early, copies issued before the entry barrier or not), twice, interleaved.
 // Usage: monokda-v2-inproj-probe [residency|rate|tune|inproj|ab|delay|trace|check|all] [REPS]
 #include "bench/probes/probe_util.hpp"
 #include "bench/probes/v2_inproj_kernel.cuh"
@@ -115,7 +115,7 @@ Device setup() {
 struct Case {  // one launch configuration
     int S, kq, stages, slots;
     int inflight, early, early_free;  // inflight 0: the ring's depth
-    int compute = 1, entry_release = 0, param_tables = 1, products = 1;
+    int compute = 1, entry_release = 0, param_tables = 1, products = 1, poll = 0;
     unsigned long long delay_ns = 0;
     int cap() const { return inflight ? std::min(inflight, stages) : stages; }
     int chunk() const { return kq * 4 * kTileBytes; }
@@ -129,7 +129,7 @@ Args args_for(const Device& d, const Case& c, int copy) {
     for (int k = 0; k <= kClusters; ++k) a.first_p[k] = d.units.first[size_t(k)];
     for (size_t u = 0; u < d.units.mt.size(); ++u) a.mt_p[u] = (unsigned char)d.units.mt[u];
     a.S = c.S, a.stages = c.stages, a.slots = c.slots, a.inflight = c.cap(), a.early = c.early, a.early_free = c.early_free;
-    a.entry_release = c.entry_release, a.compute = c.compute, a.param_tables = c.param_tables, a.products = c.products;
+    a.entry_release = c.entry_release, a.compute = c.compute, a.param_tables = c.param_tables, a.products = c.products, a.poll = c.poll;
     a.x_delay_ns = c.delay_ns;
     return a;
 }
@@ -206,6 +206,7 @@ void print_row(const char* mode, const Case& c, const Run& r) {
     std::printf("%-6s S %2d  chunk %5d x %2d (%3d KB)  inflight %d  early %d  free %s  entry %s  tables %s  slots %d  delay %4llu ns",
                 mode, c.S, c.chunk(), c.stages, c.chunk() * c.stages / 1024, c.cap(), c.early, c.early_free ? "early" : "late ",
                 c.entry_release ? "rel" : "rlx", c.param_tables ? "param" : "gmem ", c.slots, c.delay_ns);
+    std::printf("  poll %d", c.poll);
     if (!r.ok) {
         std::printf("  does not fit\n");
         return;
@@ -232,12 +233,11 @@ Case tune(Device& d, int S, int reps) {
     for (int kq : {kKq8, kKq14})
         for (int stages : {3, 4, 5, 6, 7, 8, 10, 12})
             for (int inflight : {0, 3, 4, 5, 6})
-                for (int early : {0, 2, 6})
+                for (int poll : {0, 1})
                     for (int early_free : {0, 1}) {
-                        Case c{S, kq, stages, S >= 64 ? 2 : 4, inflight, early, early_free};
+                        Case c{S, kq, stages, S >= 64 ? 2 : 4, inflight, 0, early_free};
+                        c.poll = poll;
                         if (inflight && inflight >= stages) continue;  // the same as 0
-                        c.early = std::min(c.early, c.cap());
-                        if (early && c.early != early) continue;
                         if (!fits(c) || c.cap() * c.chunk() > 160 * 1024 || c.cap() * c.chunk() < 48 * 1024) continue;
                         const Run r = run(d, c, reps);
                         print_row("tune", c, r);
@@ -425,10 +425,10 @@ int main(int argc, char** argv) {
     if (mode == "rate" || mode == "all")
         for (int kq : {kKq8, kKq14})
             for (int stages : {3, 4, 6, 8})
-                for (int tables : {0, 1})
+                for (int poll : {0, 1, 2})
                     if (kq * 4 * kTileBytes * stages <= 200 * 1024) {
                         Case c{1, kq, stages, 2, 0, 0, 0};
-                        c.compute = 0, c.param_tables = tables;
+                        c.compute = 0, c.poll = poll;
                         print_row("rate", c, run(d, c, reps));
                     }
     if (mode == "tune" || mode == "all")
@@ -446,6 +446,8 @@ int main(int argc, char** argv) {
                 Case t = c;
                 t.param_tables = 1 - c.param_tables, print_row("ab", t, run(d, t, reps));
                 t = c, t.products = 0, print_row("ab-mma", t, run(d, t, reps));
+                t = c, t.poll = 1, print_row("ab", t, run(d, t, reps));
+                t = c, t.poll = 2, print_row("ab", t, run(d, t, reps));
                 t = c, t.early_free = 1 - c.early_free, print_row("ab", t, run(d, t, reps));
                 t = c, t.early = c.early ? 0 : std::min(2, c.cap()), print_row("ab", t, run(d, t, reps));
             }
