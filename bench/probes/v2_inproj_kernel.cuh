@@ -42,7 +42,7 @@ struct Args {
     int early;                    // copies issued before the entry cluster barrier (≤ inflight)
     int early_free;               // a consumer frees its slot once its tiles are in registers
     int entry_release;            // the entry cluster barrier's arrive with release (else relaxed after the init fence)
-    int compute;                  // 0 stream only; 1 in_proj
+    int compute;                  // 0 stream only; 1 in_proj; 2 stream, each warp reading its tiles of every chunk (no math)
     unsigned long long x_delay_ns;
     __device__ bool ready(uint64_t* bar, uint32_t parity) const {  // this CTA's barrier, completed in this CTA
         return poll == 1 ? mbar_test_wait(bar, parity) : poll == 2 ? mbar_try_wait_hint(bar, parity, 32) : mbar_try_wait(bar, parity);
@@ -221,7 +221,7 @@ __device__ void consume(const Cta& k, int cw, int lane) {
     const Args& a = k.a;
     const int m = cw / 2, half = cw % 2;
     const uint16_t* xs = reinterpret_cast<const uint16_t*>(k.smem + k.L.x);
-    if (a.compute) stage_x<NT>(k);
+    if (a.compute == 1) stage_x<NT>(k);
     int slot = 0, seen = 0;
     uint32_t phase = 0;
     auto take = [&] {  // wait for the next chunk: its address
@@ -236,7 +236,7 @@ __device__ void consume(const Cta& k, int cw, int lane) {
     };
     for (int u = 0; u < k.units; ++u) {
         const int mt = a.mt(k.u0 + u);
-        const bool mine = a.compute && m < mt;
+        const bool mine = a.compute == 1 && m < mt;
         float acc[NT][4] = {};
         for (int q = 0; q < kChunksPerUnit; ++q) {
             uint32_t b[KQ / 2][NT][2];  // x fragments do not depend on the chunk: loaded while it streams
@@ -250,9 +250,17 @@ __device__ void consume(const Cta& k, int cw, int lane) {
             const unsigned char* chunk = take();
             if (u == 0 && q == 0 && cw == 0 && lane == 0) k.st[kFirstChunk] = now_ns();
             if (!mine) {
-                if (!a.compute) {
+                if (a.compute == 0) {
                     const uint32_t touch = *reinterpret_cast<const uint32_t*>(chunk + lane * 4);
                     asm volatile("" ::"r"(touch));  // the chunk is read
+                } else if (a.compute == 2 && m < mt) {  // the same shared-memory reads as in_proj's
+                    uint32_t sink = 0;
+#pragma unroll
+                    for (int i = 0; i < KQ / 2; ++i) {
+                        const uint4 v = *reinterpret_cast<const uint4*>(chunk + ((2 * i + half) * mt + m) * kTileBytes + lane * 16);
+                        sink ^= v.x ^ v.y ^ v.z ^ v.w;
+                    }
+                    asm volatile("" ::"r"(sink));
                 }
                 give();
                 continue;
@@ -312,7 +320,7 @@ __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(kThreads, 1) in
     if (threadIdx.x == 0) k.st[kSynced] = now_ns();
     if (warp == 0 && lane == 0)  // the producer: the CTA's run, chunk by chunk, from the first instant
         while (produce<KQ>(prod, a, k.u0, k.units, run, smem + k.L.ring, full, empty, policy, k.st)) {}
-    else if (warp == 1 && a.compute) reduce<NT>(k, lane);
+    else if (warp == 1 && a.compute == 1) reduce<NT>(k, lane);
     else if (warp >= kFirstConsumer) consume<KQ, NT>(k, warp - kFirstConsumer, lane);
     __syncthreads();
     cluster_sync();  // no rank leaves while a peer may still send to it

@@ -18,8 +18,8 @@
 // column's sum runs the same way whatever the other columns).
 //
 // Modes:
-//   rate     stream only (consumers touch and free each chunk): the copy rate against chunk size,
-//            depth and early issue, on the 15×8 clusters.
+//   rate     stream only (consumers touch and free each chunk, or read their tiles of it without
+//            math): the copy rate and the SM clock against chunk size and depth, on the 15×8 clusters.
 //   tune     in_proj at S = 1, 4, 16, 64 over chunk, depth, in-flight cap, the waits, early free:
 //            launch-to-last-proj time, a line a setting, then the best setting of each S.
 //   inproj   the first design's setting against the best of tune, at each S.
@@ -190,7 +190,7 @@ Run run(Device& d, const Case& c, int reps) {
             t_issue1 = std::min(t_issue1, s[kChunk0]), t_last = std::max(t_last, s[kLastChunk]);
         }
         auto us = [&](unsigned long long t) { return float(t - t0) / 1000.f; };
-        ev.push_back(ms * 1000.f), span.push_back(us(t_exit)), proj.push_back(c.compute ? us(t_proj) : 0.f);
+        ev.push_back(ms * 1000.f), span.push_back(us(t_exit)), proj.push_back(c.compute == 1 ? us(t_proj) : 0.f);
         byte1.push_back(us(t_byte1)), issue1.push_back(us(t_issue1)), last.push_back(us(t_last)), skew.push_back(us(t_last_in)), sync.push_back(us(t_sync)), first.push_back(us(t_first));
         mhz.push_back(float(h[kCycles]) / float(h[kExit] - h[kEntry]) * 1000.f);
     }
@@ -206,7 +206,7 @@ void print_row(const char* mode, const Case& c, const Run& r) {
     std::printf("%-6s S %2d  chunk %5d x %2d (%3d KB)  inflight %d  early %d  free %s  entry %s  tables %s  slots %d  delay %4llu ns",
                 mode, c.S, c.chunk(), c.stages, c.chunk() * c.stages / 1024, c.cap(), c.early, c.early_free ? "early" : "late ",
                 c.entry_release ? "rel" : "rlx", c.param_tables ? "param" : "gmem ", c.slots, c.delay_ns);
-    std::printf("  poll %d", c.poll);
+    std::printf("  poll %d  compute %d", c.poll, c.compute);
     if (!r.ok) {
         std::printf("  does not fit\n");
         return;
@@ -425,10 +425,10 @@ int main(int argc, char** argv) {
     if (mode == "rate" || mode == "all")
         for (int kq : {kKq8, kKq14})
             for (int stages : {3, 4, 6, 8})
-                for (int poll : {0, 1, 2})
+                for (int read : {0, 1})
                     if (kq * 4 * kTileBytes * stages <= 200 * 1024) {
                         Case c{1, kq, stages, 2, 0, 0, 0};
-                        c.compute = 0, c.poll = poll;
+                        c.compute = read ? 2 : 0;
                         print_row("rate", c, run(d, c, reps));
                     }
     if (mode == "tune" || mode == "all")
