@@ -42,7 +42,8 @@ struct Args {
     int early;                    // copies issued before the entry cluster barrier (≤ inflight)
     int early_free;               // a consumer frees its slot once its tiles are in registers
     int entry_release;            // the entry cluster barrier's arrive with release (else relaxed after the init fence)
-    int compute;                  // 0 stream only; 1 in_proj; 2 stream, each warp reading its tiles of every chunk (no math)
+    int compute;                  // 0 stream only; 1 in_proj; 2 stream, each warp reading its tiles of every chunk (no
+                                  // math); 3 in_proj's products without the partials' hand-offs (no sends, no reducer)
     unsigned long long x_delay_ns;
     __device__ bool ready(uint64_t* bar, uint32_t parity) const {  // this CTA's barrier, completed in this CTA
         return poll == 1 ? mbar_test_wait(bar, parity) : poll == 2 ? mbar_try_wait_hint(bar, parity, 32) : mbar_try_wait(bar, parity);
@@ -221,7 +222,7 @@ __device__ void consume(const Cta& k, int cw, int lane) {
     const Args& a = k.a;
     const int m = cw / 2, half = cw % 2;
     const uint16_t* xs = reinterpret_cast<const uint16_t*>(k.smem + k.L.x);
-    if (a.compute == 1) stage_x<NT>(k);
+    if (a.compute == 1 || a.compute == 3) stage_x<NT>(k);
     int slot = 0, seen = 0;
     uint32_t phase = 0;
     auto take = [&] {  // wait for the next chunk: its address
@@ -236,7 +237,7 @@ __device__ void consume(const Cta& k, int cw, int lane) {
     };
     for (int u = 0; u < k.units; ++u) {
         const int mt = a.mt(k.u0 + u);
-        const bool mine = a.compute == 1 && m < mt;
+        const bool mine = (a.compute == 1 || a.compute == 3) && m < mt;
         float acc[NT][4] = {};
         for (int q = 0; q < kChunksPerUnit; ++q) {
             uint32_t b[KQ / 2][NT][2];  // x fragments do not depend on the chunk: loaded while it streams
@@ -279,6 +280,10 @@ __device__ void consume(const Cta& k, int cw, int lane) {
             if (!a.early_free) give();
         }
         if (!mine) continue;
+        if (a.compute == 3) {  // keep the sums live without sending them
+            asm volatile("" ::"f"(acc[0][0]), "f"(acc[0][1]), "f"(acc[0][2]), "f"(acc[0][3]));
+            continue;
+        }
         const bool traced = cw == 0 && lane == 0 && u < kMaxTracedUnits;
         if (traced) k.st[kUnit0 + 4 * u] = now_ns();
         send_partials<NT>(k, acc, u, m, half, lane);

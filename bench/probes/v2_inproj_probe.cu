@@ -29,8 +29,8 @@
 //            identity (teacher-forced: the same bf16 x), and the same rows bit for bit at every S.
 //   residency  cooperative launches of clusters of 1, 2, 4, 8, 16 at this footprint: how many fit.
 //   ab       the best setting of S = 1 and 16 against itself with one knob changed (tables in global
-//            memory, products replaced by adds, the waits polled or sleeping, slots freed late or
-//            early, copies issued before the entry barrier or not), twice, interleaved.
+//            memory, products replaced by adds, no partials sent, the waits polled or sleeping, slots
+//            freed late or early, copies issued before the entry barrier or not), twice, interleaved.
 // Usage: monokda-v2-inproj-probe [residency|rate|tune|inproj|ab|delay|trace|check|all] [REPS]
 #include "bench/probes/probe_util.hpp"
 #include "bench/probes/v2_inproj_kernel.cuh"
@@ -446,6 +446,7 @@ int main(int argc, char** argv) {
                 Case t = c;
                 t.param_tables = 1 - c.param_tables, print_row("ab", t, run(d, t, reps));
                 t = c, t.products = 0, print_row("ab-mma", t, run(d, t, reps));
+                t = c, t.compute = 3, print_row("ab-nohop", t, run(d, t, reps));
                 t = c, t.poll = 1, print_row("ab", t, run(d, t, reps));
                 t = c, t.poll = 2, print_row("ab", t, run(d, t, reps));
                 t = c, t.early_free = 1 - c.early_free, print_row("ab", t, run(d, t, reps));
