@@ -164,16 +164,25 @@ void worker(const props::Target& target, const FuzzOptions& opt, const Config& p
     for (const auto& [k, v] : secs) sh.seconds[k] += v;
 }
 
-}  // namespace
+// The progress line: cases, rate, failures, rejections and the latest case's shape.
+std::string progress_line(const props::Target& target, const FuzzOptions& opt, Clock::time_point t0, Shared& sh) {
+    const double el = std::chrono::duration<double>(Clock::now() - t0).count();
+    std::string cur;
+    {
+        std::lock_guard<std::mutex> lock(sh.mu);
+        cur = sh.current;
+    }
+    char buf[160];
+    snprintf(buf, sizeof buf, "fuzz %s/%s: %ld cases, %.1f cases/s, %ld failures, %ld rejected | ", target.name.c_str(),
+             opt.config.c_str(), sh.cases.load(), el > 0 ? double(sh.cases) / el : 0.0, sh.failed.load(),
+             sh.rejected.load());
+    return std::string(buf) + cur;
+}
 
-FuzzReport run_fuzz(const props::Target& target, const FuzzOptions& opt, std::ostream& log) {
-    if (opt.iters <= 0 && opt.seconds <= 0) bad_input("fuzz: give --iters N or --time SECONDS");
-    if (opt.shard_count < 1 || opt.shard_index < 0 || opt.shard_index >= opt.shard_count)
-        bad_input("fuzz: shard " + std::to_string(opt.shard_index) + "/" + std::to_string(opt.shard_count) + " is not I/N with 0 <= I < N");
-    const Config preset = Config::preset(opt.config);
-    const int jobs = opt.jobs > 0 ? opt.jobs : std::max(1u, std::thread::hardware_concurrency());
-    Shared sh;
-    const auto t0 = Clock::now();
+// `jobs` workers draw and check cases until the budget, a failure or a stop; a monitor thread writes
+// the progress line meanwhile (every second on a terminal, every 10 s to a file).
+void run_workers(const props::Target& target, const FuzzOptions& opt, const Config& preset, int jobs, Clock::time_point t0,
+                 Shared& sh, std::ostream& log) {
     std::vector<std::thread> pool;
     try {
         for (int j = 0; j < jobs; ++j) pool.emplace_back([&] { worker(target, opt, preset, t0, sh, log); });
@@ -182,21 +191,7 @@ FuzzReport run_fuzz(const props::Target& target, const FuzzOptions& opt, std::os
         for (auto& t : pool) t.join();
         bad_input("cannot start " + std::to_string(jobs) + " worker threads (" + e.what() + "): use fewer --jobs");
     }
-
     const bool tty = isatty(STDERR_FILENO);
-    auto progress_line = [&] {
-        const double el = std::chrono::duration<double>(Clock::now() - t0).count();
-        std::string cur;
-        {
-            std::lock_guard<std::mutex> lock(sh.mu);
-            cur = sh.current;
-        }
-        char buf[160];
-        snprintf(buf, sizeof buf, "fuzz %s/%s: %ld cases, %.1f cases/s, %ld failures, %ld rejected | ", target.name.c_str(),
-                 opt.config.c_str(), sh.cases.load(), el > 0 ? double(sh.cases) / el : 0.0, sh.failed.load(),
-                 sh.rejected.load());
-        return std::string(buf) + cur;
-    };
     std::atomic<bool> done{false};
     std::thread monitor([&] {
         auto last = Clock::now();
@@ -205,7 +200,7 @@ FuzzReport run_fuzz(const props::Target& target, const FuzzOptions& opt, std::os
             if (!opt.progress) continue;
             const double since = std::chrono::duration<double>(Clock::now() - last).count();
             if ((tty && since >= 1.0) || (!tty && since >= 10.0)) {
-                const std::string line = progress_line();
+                const std::string line = progress_line(target, opt, t0, sh);
                 std::lock_guard<std::mutex> lock(sh.mu);
                 log << (tty ? "\r" : "") << line << (tty ? "\033[K" : "\n") << std::flush;
                 last = Clock::now();
@@ -215,17 +210,11 @@ FuzzReport run_fuzz(const props::Target& target, const FuzzOptions& opt, std::os
     for (auto& t : pool) t.join();
     done = true;
     monitor.join();
+}
 
-    FuzzReport rep;
-    const bool interrupted = props::cancel_requested();
-    rep.stopped_by = interrupted ? "interrupted" : !sh.first_failure.empty() && !opt.keep_going ? "failure"
-                     : opt.iters && sh.next >= opt.iters ? "iters" : "time";
-    rep.cases = sh.cases;
-    rep.rejected = sh.rejected;
-    rep.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
-    rep.verdicts = sh.verdicts;
-    rep.check_seconds = sh.seconds;
-    if (opt.progress) log << (tty ? "\r" : "") << progress_line() << (tty ? "\033[K" : "") << "\n";
+// The table of checks (verdict counts and share of the time) and the rate. A timed entry with no
+// verdicts (the base run) gets a row of zeros in rep.verdicts, as the report lists it.
+void log_check_table(FuzzReport& rep, int jobs, std::ostream& log) {
     double total = 0;
     for (const auto& [name, t] : rep.check_seconds) total += t;
     log << "check                    PASS  FAIL  SKIP  time%\n";
@@ -240,6 +229,66 @@ FuzzReport run_fuzz(const props::Target& target, const FuzzOptions& opt, std::os
     snprintf(rate, sizeof rate, "%ld cases in %.1f s: %.0f cases/min on %d worker(s)\n", rep.cases, rep.seconds,
              rep.seconds > 0 ? 60.0 * double(rep.cases) / rep.seconds : 0.0, jobs);
     log << rate;
+}
+
+// A failure's step shrunk (unless opt.shrink is off), its check run again on the minimal step, and the
+// minimal fixture and the failure's text written with a replay line for it.
+void shrink_and_write(FuzzFailure& f, const props::Target& target, const FuzzOptions& opt, std::ostream& log) {
+    const StepInputs original = build_case(f.shape);
+    f.nonzero_before = nonzero_inputs(original);
+    StepInputs minimal = original;
+    if (opt.shrink) {
+        log << "shrinking (" << step_summary(original) << ", " << f.nonzero_before << " non-zero inputs)...\n" << std::flush;
+        f.shrunk = shrink_failure(target, f.verdict.check, f.case_seed, original, opt.shrink_seconds, opt.keep_dims);
+        minimal = f.shrunk.in;
+        for (const auto& st : f.shrunk.steps) log << "  " << st << "\n";
+        log << "shrunk in " << f.shrunk.taken << " of " << f.shrunk.tried << " tries"
+            << (f.shrunk.timed_out ? " (time limit reached)" : "") << "\n";
+    }
+    f.nonzero_after = nonzero_inputs(minimal);
+    try {
+        f.final_verdict = run_target_and_check(f.verdict.check, target, minimal, f.case_seed);
+    } catch (const props::Cancelled&) {
+        f.final_verdict = Verdict{Verdict::SKIP, f.verdict.check, "interrupted"};
+    }
+    const std::string stem = stem_of(opt, target, f.verdict.check, f.case_index);
+    f.fixture_path = stem + ".safetensors";
+    write_safetensors(f.fixture_path, minimal.to_file());
+    f.replay = replay_line(opt, f.fixture_path, f.verdict.check, f.case_seed);
+    write_file_atomic(stem + ".txt", failure_text(f));
+    log << "minimal case: " << step_summary(minimal) << ", " << f.nonzero_after << " non-zero inputs (was "
+        << f.nonzero_before << ")\n"
+        << "  " << to_string(f.final_verdict.kind) << " " << f.final_verdict.check << ": " << f.final_verdict.detail << "\n"
+        << "wrote " << f.fixture_path << " (original: " << f.original_path << ")\n"
+        << "replay: " << f.replay << "\n";
+}
+
+}  // namespace
+
+FuzzReport run_fuzz(const props::Target& target, const FuzzOptions& opt, std::ostream& log) {
+    if (opt.iters <= 0 && opt.seconds <= 0) bad_input("fuzz: give --iters N or --time SECONDS");
+    if (opt.shard_count < 1 || opt.shard_index < 0 || opt.shard_index >= opt.shard_count)
+        bad_input("fuzz: shard " + std::to_string(opt.shard_index) + "/" + std::to_string(opt.shard_count) + " is not I/N with 0 <= I < N");
+    const Config preset = Config::preset(opt.config);
+    const int jobs = opt.jobs > 0 ? opt.jobs : std::max(1u, std::thread::hardware_concurrency());
+    Shared sh;
+    const auto t0 = Clock::now();
+    run_workers(target, opt, preset, jobs, t0, sh, log);
+
+    FuzzReport rep;
+    const bool interrupted = props::cancel_requested();
+    rep.stopped_by = interrupted ? "interrupted" : !sh.first_failure.empty() && !opt.keep_going ? "failure"
+                     : opt.iters && sh.next >= opt.iters ? "iters" : "time";
+    rep.cases = sh.cases;
+    rep.rejected = sh.rejected;
+    rep.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    rep.verdicts = sh.verdicts;
+    rep.check_seconds = sh.seconds;
+    if (opt.progress) {
+        const bool tty = isatty(STDERR_FILENO);
+        log << (tty ? "\r" : "") << progress_line(target, opt, t0, sh) << (tty ? "\033[K" : "") << "\n";
+    }
+    log_check_table(rep, jobs, log);
     rep.failed_cases = sh.failed;
     if (interrupted) log << "interrupted: nothing is shrunk; each failure's step as found is written\n";
     // Shrinking runs here, serially, on steps that soon get small: one thread, as in the workers.
@@ -255,40 +304,10 @@ FuzzReport run_fuzz(const props::Target& target, const FuzzOptions& opt, std::os
         log << "FAIL " << f.verdict.check << " on case " << f.case_index << " (seed " << f.case_seed << ", "
             << f.shape.str() << "):\n  " << f.verdict.detail << "\n";
         f.replay = f.original_replay;
-        if (interrupted) {
+        if (interrupted)
             log << "replay: " << f.replay << "\n";
-            rep.failures.push_back(f);
-            continue;
-        }
-        const StepInputs original = build_case(f.shape);
-        f.nonzero_before = nonzero_inputs(original);
-        StepInputs minimal = original;
-        if (opt.shrink) {
-            log << "shrinking (" << step_summary(original) << ", " << f.nonzero_before << " non-zero inputs)...\n"
-                << std::flush;
-            f.shrunk = shrink_failure(target, f.verdict.check, f.case_seed, original, opt.shrink_seconds, opt.keep_dims);
-            minimal = f.shrunk.in;
-            for (const auto& st : f.shrunk.steps) log << "  " << st << "\n";
-            log << "shrunk in " << f.shrunk.taken << " of " << f.shrunk.tried << " tries"
-                << (f.shrunk.timed_out ? " (time limit reached)" : "") << "\n";
-        }
-        f.nonzero_after = nonzero_inputs(minimal);
-        try {
-            f.final_verdict = run_target_and_check(f.verdict.check, target, minimal, f.case_seed);
-        } catch (const props::Cancelled&) {
-            f.final_verdict = Verdict{Verdict::SKIP, f.verdict.check, "interrupted"};
-        }
-        const std::string stem = stem_of(opt, target, f.verdict.check, f.case_index);
-        f.fixture_path = stem + ".safetensors";
-        write_safetensors(f.fixture_path, minimal.to_file());
-        f.replay = replay_line(opt, f.fixture_path, f.verdict.check, f.case_seed);
-        write_file_atomic(stem + ".txt", failure_text(f));
-        log << "minimal case: " << step_summary(minimal) << ", " << f.nonzero_after << " non-zero inputs (was "
-            << f.nonzero_before << ")\n"
-            << "  " << to_string(f.final_verdict.kind) << " " << f.final_verdict.check << ": " << f.final_verdict.detail
-            << "\n"
-            << "wrote " << f.fixture_path << " (original: " << f.original_path << ")\n"
-            << "replay: " << f.replay << "\n";
+        else
+            shrink_and_write(f, target, opt, log);
         rep.failures.push_back(f);
     }
     return rep;

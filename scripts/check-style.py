@@ -34,9 +34,6 @@ ALLOWED = {
                           "v2 work",
     "kernels/kda_task.hpp:KdaTask<kChunkRows>::rec": "the recurrence task's device body: split with the kernel v2 "
                                                      "work, where its code layout is measured (docs/decisions/0020)",
-    "cli/cmd_emulate.cpp:cmd_emulate": "its options grow with emulator/'s detector change; split after it",
-    "cli/cmd_fuzz.cpp:cmd_fuzz": "its options grow with the fuzz generator's change; split after it",
-    "fuzz/shape_fuzzer.cpp:run_fuzz": "split with the fuzz generator's change, which edits it now",
 }
 
 SOURCE = re.compile(r"\.(cpp|hpp|cc|h|cu|cuh|py|sh|cmake)$|(^|/)CMakeLists\.txt$")
