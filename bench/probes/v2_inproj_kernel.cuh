@@ -61,7 +61,9 @@ enum Stamp { kEntry, kFirstChunk, kLastChunk, kXReady, kLastProj, kExit, kSynced
 // 2: the reducer saw the unit's partials, 3: the reducer freed the slot}; per chunk j: kChunk0 + 2j +
 // {0: its copy issued, 1: consumer warp 0 saw it}
 constexpr int kMaxTracedUnits = 16, kChunk0 = kUnit0 + 4 * kMaxTracedUnits, kMaxTracedChunks = 64;
-constexpr int kStamps = kChunk0 + 2 * kMaxTracedChunks;
+// per chunk j < kWarpChunks and consumer warp w: kWarp0 + 2 (8j + w) + {0: the warp saw it, 1: it freed it}
+constexpr int kWarp0 = kChunk0 + 2 * kMaxTracedChunks, kWarpChunks = 24;
+constexpr int kStamps = kWarp0 + 2 * 8 * kWarpChunks;
 
 struct Smem {  // offsets into dynamic shared memory
     int ring, x, recv, red, bytes;
@@ -228,11 +230,13 @@ __device__ void consume(const Cta& k, int cw, int lane) {
     auto take = [&] {  // wait for the next chunk: its address
         probe::spin([&] { return a.ready(&k.full[slot], phase); });
         if (cw == 0 && lane == 0 && seen < kMaxTracedChunks) k.st[kChunk0 + 2 * seen + 1] = now_ns();
+        if (lane == 0 && seen < kWarpChunks) k.st[kWarp0 + 2 * (8 * seen + cw)] = now_ns();
         ++seen;
         return k.smem + k.L.ring + size_t(slot) * kSlotBytes;
     };
     auto give = [&] {  // free it
         if (lane == 0) mbar_arrive(&k.empty[slot]);
+        if (lane == 0 && seen - 1 < kWarpChunks) k.st[kWarp0 + 2 * (8 * (seen - 1) + cw) + 1] = now_ns();
         if (++slot == a.stages) slot = 0, phase ^= 1u;
     };
     for (int u = 0; u < k.units; ++u) {

@@ -24,7 +24,8 @@
 //            launch-to-last-proj time, a line a setting, then the best setting of each S.
 //   inproj   the first design's setting against the best of tune, at each S.
 //   delay    inproj at S = 1 and 16 with x made late by 0..6 µs: how much of a late x the ring hides.
-//   trace    one launch's unit and chunk timelines at S = 1 and 16 (copy issued, chunk seen).
+//   trace    one launch's unit and chunk timelines at S = 1 and 16, and S = 1's ring streaming alone
+//            (copy issued, chunk seen, each consumer's see and free, the slot refilled).
 //   check    proj against an fp32 host reference in sequential order (the reference path's), bit
 //            identity (teacher-forced: the same bf16 x), and the same rows bit for bit at every S.
 //   residency  cooperative launches of clusters of 1, 2, 4, 8, 16 at this footprint: how many fit.
@@ -358,7 +359,21 @@ void trace_mode(Device& d, const Case& c) {
         }
         for (int j = 0; j < kMaxTracedChunks; ++j) {
             const unsigned long long* t = s + kChunk0 + 2 * j;
-            if (t[0]) std::printf("  chunk %2d: issued %7.2f  seen %7.2f\n", j, us(t[0]), us(t[1]));
+            if (!t[0]) continue;
+            std::printf("  chunk %2d: issued %7.2f  seen %7.2f", j, us(t[0]), us(t[1]));
+            if (j < kWarpChunks) {  // the eight consumers: first and last to see it, first and last to free it
+                double see0 = 1e9, see1 = -1, free0 = 1e9, free1 = -1;
+                int last = -1;
+                for (int w = 0; w < 8; ++w) {
+                    const unsigned long long* x = s + kWarp0 + 2 * (8 * j + w);
+                    see0 = std::min(see0, us(x[0])), see1 = std::max(see1, us(x[0])), free0 = std::min(free0, us(x[1]));
+                    if (us(x[1]) > free1) free1 = us(x[1]), last = w;
+                }
+                const unsigned long long* next = s + kChunk0 + 2 * (j + c.stages);  // the slot's next copy
+                std::printf("  warps see %7.2f..%7.2f  free %7.2f..%7.2f (last: warp %d)  slot refilled %7.2f", see0, see1, free0,
+                            free1, last, j + c.stages < kMaxTracedChunks && next[0] ? us(next[0]) : -1.0);
+            }
+            std::printf("\n");
         }
     }
 }
@@ -467,8 +482,12 @@ int main(int argc, char** argv) {
                     print_row("delay", c, run(d, c, reps));
                 }
         }
-    if (mode == "trace" || mode == "all")
+    if (mode == "trace" || mode == "all") {
         for (int k : {0, 2}) trace_mode(d, best[k]);
+        Case alone = best[0];  // the same ring streaming alone: its refill cycle without in_proj's work
+        alone.compute = 0;
+        trace_mode(d, alone);
+    }
     if (mode == "check" || mode == "all") {
         rc |= check_mode(d, best);
         Case first[4];
