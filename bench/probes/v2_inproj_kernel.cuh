@@ -32,6 +32,7 @@ struct Args {
     unsigned char mt_p[kMaxUnits];
     int param_tables;             // read the tables above instead of the global ones
     int poll;                     // the waits: 0 try_wait (the thread may sleep), 1 test_wait in a spin, 2 try_wait with a 32 ns hint
+    int xfrag;                    // 0: no ldmatrix of x (constant fragments; the clock's question)
     int products;                 // 0: the products replaced by one dependent add each (the clock's question; not at
                                   // NT = 8, whose registers do not hold the second path)
     const uint16_t* x;            // [S][D] bf16
@@ -245,7 +246,12 @@ __device__ void consume(const Cta& k, int cw, int lane) {
         float acc[NT][4] = {};
         for (int q = 0; q < kChunksPerUnit; ++q) {
             uint32_t b[KQ / 2][NT][2];  // x fragments do not depend on the chunk: loaded while it streams
-            if (mine) {
+            if (mine && !a.xfrag) {
+#pragma unroll
+                for (int i = 0; i < KQ / 2; ++i)
+#pragma unroll
+                    for (int t = 0; t < NT; ++t) b[i][t][0] = uint32_t(lane + i), b[i][t][1] = uint32_t(t);
+            } else if (mine) {
 #pragma unroll
                 for (int i = 0; i < KQ / 2; ++i)
 #pragma unroll

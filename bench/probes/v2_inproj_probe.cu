@@ -30,8 +30,9 @@
 //            identity (teacher-forced: the same bf16 x), and the same rows bit for bit at every S.
 //   residency  cooperative launches of clusters of 1, 2, 4, 8, 16 at this footprint: how many fit.
 //   ab       the best setting of S = 1 and 16 against itself with one knob changed (tables in global
-//            memory, products replaced by adds, no partials sent, the waits polled or sleeping, slots
-//            freed late or early, copies issued before the entry barrier or not), twice, interleaved.
+//            memory, products replaced by adds, no partials sent (also with adds, and without the
+//            ldmatrix of x), the waits polled or sleeping, slots freed late or early, copies issued
+//            before the entry barrier or not), twice, interleaved.
 // Usage: monokda-v2-inproj-probe [residency|rate|tune|inproj|ab|delay|trace|check|all] [REPS]
 #include "bench/probes/probe_util.hpp"
 #include "bench/probes/v2_inproj_kernel.cuh"
@@ -116,7 +117,7 @@ Device setup() {
 struct Case {  // one launch configuration
     int S, kq, stages, slots;
     int inflight, early, early_free;  // inflight 0: the ring's depth
-    int compute = 1, entry_release = 0, param_tables = 1, products = 1, poll = 0;
+    int compute = 1, entry_release = 0, param_tables = 1, products = 1, poll = 0, xfrag = 1;
     unsigned long long delay_ns = 0;
     int cap() const { return inflight ? std::min(inflight, stages) : stages; }
     int chunk() const { return kq * 4 * kTileBytes; }
@@ -130,7 +131,7 @@ Args args_for(const Device& d, const Case& c, int copy) {
     for (int k = 0; k <= kClusters; ++k) a.first_p[k] = d.units.first[size_t(k)];
     for (size_t u = 0; u < d.units.mt.size(); ++u) a.mt_p[u] = (unsigned char)d.units.mt[u];
     a.S = c.S, a.stages = c.stages, a.slots = c.slots, a.inflight = c.cap(), a.early = c.early, a.early_free = c.early_free;
-    a.entry_release = c.entry_release, a.compute = c.compute, a.param_tables = c.param_tables, a.products = c.products, a.poll = c.poll;
+    a.entry_release = c.entry_release, a.compute = c.compute, a.param_tables = c.param_tables, a.products = c.products, a.poll = c.poll, a.xfrag = c.xfrag;
     a.x_delay_ns = c.delay_ns;
     return a;
 }
@@ -462,6 +463,8 @@ int main(int argc, char** argv) {
                 t.param_tables = 1 - c.param_tables, print_row("ab", t, run(d, t, reps));
                 t = c, t.products = 0, print_row("ab-mma", t, run(d, t, reps));
                 t = c, t.compute = 3, print_row("ab-nohop", t, run(d, t, reps));
+                t.products = 0, print_row("ab-nohop-add", t, run(d, t, reps));
+                t.xfrag = 0, print_row("ab-nohop-add-nox", t, run(d, t, reps));
                 t = c, t.poll = 1, print_row("ab", t, run(d, t, reps));
                 t = c, t.poll = 2, print_row("ab", t, run(d, t, reps));
                 t = c, t.early_free = 1 - c.early_free, print_row("ab", t, run(d, t, reps));
