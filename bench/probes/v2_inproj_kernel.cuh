@@ -44,7 +44,8 @@ struct Args {
     int early_free;               // a consumer frees its slot once its tiles are in registers
     int entry_release;            // the entry cluster barrier's arrive with release (else relaxed after the init fence)
     int compute;                  // 0 stream only; 1 in_proj; 2 stream, each warp reading its tiles of every chunk (no
-                                  // math); 3 in_proj's products without the partials' hand-offs (no sends, no reducer)
+                                  // math); 3 in_proj's products without the partials' hand-offs (no sends, no reducer);
+                                  // 4 as 2 with x staged first
     unsigned long long x_delay_ns;
     __device__ bool ready(uint64_t* bar, uint32_t parity) const {  // this CTA's barrier, completed in this CTA
         return poll == 1 ? mbar_test_wait(bar, parity) : poll == 2 ? mbar_try_wait_hint(bar, parity, 32) : mbar_try_wait(bar, parity);
@@ -225,7 +226,7 @@ __device__ void consume(const Cta& k, int cw, int lane) {
     const Args& a = k.a;
     const int m = cw / 2, half = cw % 2;
     const uint16_t* xs = reinterpret_cast<const uint16_t*>(k.smem + k.L.x);
-    if (a.compute == 1 || a.compute == 3) stage_x<NT>(k);
+    if (a.compute == 1 || a.compute >= 3) stage_x<NT>(k);
     int slot = 0, seen = 0;
     uint32_t phase = 0;
     auto take = [&] {  // wait for the next chunk: its address
@@ -264,7 +265,7 @@ __device__ void consume(const Cta& k, int cw, int lane) {
                 if (a.compute == 0) {
                     const uint32_t touch = *reinterpret_cast<const uint32_t*>(chunk + lane * 4);
                     asm volatile("" ::"r"(touch));  // the chunk is read
-                } else if (a.compute == 2 && m < mt) {  // the same shared-memory reads as in_proj's
+                } else if ((a.compute == 2 || a.compute == 4) && m < mt) {  // the same shared-memory reads as in_proj's
                     uint32_t sink = 0;
 #pragma unroll
                     for (int i = 0; i < KQ / 2; ++i) {

@@ -31,8 +31,9 @@
 //   residency  cooperative launches of clusters of 1, 2, 4, 8, 16 at this footprint: how many fit.
 //   ab       the best setting of S = 1 and 16 against itself with one knob changed (tables in global
 //            memory, products replaced by adds, no partials sent (also with adds, and without the
-//            ldmatrix of x), the stream alone, the waits polled or sleeping, slots freed late or
-//            early, copies issued before the entry barrier or not), twice, interleaved.
+//            ldmatrix of x), the stream alone (also with tile reads, and with x staged), the waits
+//            polled or sleeping, slots freed late or early, copies issued before the entry barrier
+//            or not), twice, interleaved.
 // Usage: monokda-v2-inproj-probe [residency|rate|tune|inproj|ab|delay|trace|check|all] [REPS]
 #include "bench/probes/probe_util.hpp"
 #include "bench/probes/v2_inproj_kernel.cuh"
@@ -465,7 +466,9 @@ int main(int argc, char** argv) {
                 t = c, t.compute = 3, print_row("ab-nohop", t, run(d, t, reps));
                 t.products = 0, print_row("ab-nohop-add", t, run(d, t, reps));
                 t.xfrag = 0, print_row("ab-nohop-add-nox", t, run(d, t, reps));
-                t = c, t.compute = 0, print_row("ab-rate", t, run(d, t, reps));  // the stream alone at the clock in_proj left
+                t = c, t.compute = 0, print_row("ab-rate", t, run(d, t, reps));  // the stream alone
+                t.compute = 2, print_row("ab-reads", t, run(d, t, reps));         // with the tile reads
+                t.compute = 4, print_row("ab-reads-x", t, run(d, t, reps));       // and x staged first
                 t = c, t.poll = 1, print_row("ab", t, run(d, t, reps));
                 t = c, t.poll = 2, print_row("ab", t, run(d, t, reps));
                 t = c, t.early_free = 1 - c.early_free, print_row("ab", t, run(d, t, reps));
