@@ -476,14 +476,14 @@ int main(int argc, char** argv) {
             }
     if (mode == "delay" || mode == "all")
         for (int k : {0, 2}) {
-            // the best setting, the same in-flight cap with the deepest ring that fits, and 16 KB chunks
-            // five in flight with the deepest ring
-            Case deep = best[k], small = best[k];
+            // the best setting, the same in-flight cap with the deepest ring that fits, and the deepest
+            // ring with one receive slot and three copies in flight (the most slots left to buffer x)
+            Case deep = best[k], buffer = best[k];
             deep.inflight = deep.cap(), deep.stages = kMaxStages;
             while (!fits(deep) && deep.stages > best[k].stages) --deep.stages;
-            small.kq = kKq8, small.inflight = 5, small.early = std::min(small.early, 5), small.stages = kMaxStages;
-            while (!fits(small) && small.stages > 5) --small.stages;
-            for (Case c : {best[k], deep, small})
+            buffer.inflight = 3, buffer.slots = 1, buffer.stages = kMaxStages;
+            while (!fits(buffer) && buffer.stages > 3) --buffer.stages;
+            for (Case c : {best[k], deep, buffer})
                 for (unsigned long long delay : {0ull, 1500ull, 3000ull, 4500ull}) {
                     c.delay_ns = delay;
                     print_row("delay", c, run(d, c, reps));
