@@ -32,6 +32,7 @@ struct Args {
     unsigned char mt_p[kMaxUnits];
     int param_tables;             // read the tables above instead of the global ones
     int poll;                     // the waits: 0 try_wait (the thread may sleep), 1 test_wait in a spin, 2 try_wait with a 32 ns hint
+    int fp_clusters;              // > 0: only clusters below it run `compute`, the others compute 4 (is the clock a CTA's own)
     int xfrag;                    // 0: no ldmatrix of x (constant fragments; the clock's question)
     int products;                 // 0: the products replaced by one dependent add each (the clock's question; not at
                                   // NT = 8, whose registers do not hold the second path)
@@ -125,6 +126,7 @@ struct Cta {
     int rank, u0, units;
     unsigned long long* st;
     unsigned long long t0;
+    int compute;  // a.compute, or 4 on the clusters past a.fp_clusters
 };
 
 // The reducer: this rank's 8 rows of every unit it owns rows in, summed over the 8 ranks in rank
@@ -224,9 +226,9 @@ template <int KQ, int NT>
 __device__ void consume(const Cta& k, int cw, int lane) {
     constexpr int kSlotBytes = KQ * 4 * kTileBytes, kChunksPerUnit = kKSteps / KQ;
     const Args& a = k.a;
-    const int m = cw / 2, half = cw % 2;
+    const int m = cw / 2, half = cw % 2, compute = k.compute;
     const uint16_t* xs = reinterpret_cast<const uint16_t*>(k.smem + k.L.x);
-    if (a.compute == 1 || a.compute >= 3) stage_x<NT>(k);
+    if (compute == 1 || compute >= 3) stage_x<NT>(k);
     int slot = 0, seen = 0;
     uint32_t phase = 0;
     auto take = [&] {  // wait for the next chunk: its address
@@ -243,7 +245,7 @@ __device__ void consume(const Cta& k, int cw, int lane) {
     };
     for (int u = 0; u < k.units; ++u) {
         const int mt = a.mt(k.u0 + u);
-        const bool mine = (a.compute == 1 || a.compute == 3) && m < mt;
+        const bool mine = (compute == 1 || compute == 3) && m < mt;
         float acc[NT][4] = {};
         for (int q = 0; q < kChunksPerUnit; ++q) {
             uint32_t b[KQ / 2][NT][2];  // x fragments do not depend on the chunk: loaded while it streams
@@ -262,10 +264,10 @@ __device__ void consume(const Cta& k, int cw, int lane) {
             const unsigned char* chunk = take();
             if (u == 0 && q == 0 && cw == 0 && lane == 0) k.st[kFirstChunk] = now_ns();
             if (!mine) {
-                if (a.compute == 0) {
+                if (compute == 0) {
                     const uint32_t touch = *reinterpret_cast<const uint32_t*>(chunk + lane * 4);
                     asm volatile("" ::"r"(touch));  // the chunk is read
-                } else if ((a.compute == 2 || a.compute == 4) && m < mt) {  // the same shared-memory reads as in_proj's
+                } else if ((compute == 2 || compute == 4) && m < mt) {  // the same shared-memory reads as in_proj's
                     uint32_t sink = 0;
 #pragma unroll
                     for (int i = 0; i < KQ / 2; ++i) {
@@ -291,7 +293,7 @@ __device__ void consume(const Cta& k, int cw, int lane) {
             if (!a.early_free) give();
         }
         if (!mine) continue;
-        if (a.compute == 3) {  // keep the sums live without sending them
+        if (compute == 3) {  // keep the sums live without sending them
             asm volatile("" ::"f"(acc[0][0]), "f"(acc[0][1]), "f"(acc[0][2]), "f"(acc[0][3]));
             continue;
         }
@@ -314,7 +316,8 @@ __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(kThreads, 1) in
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int rank = int(cluster_rank()), cl = int(cluster_id()), cta = cl * kRanks + rank;
     const Cta k{a, Smem::layout(NT, KQ * 4 * kTileBytes, a.stages, a.slots), smem, full, empty, recv_bar, free_bar, rank,
-                a.first(cl), a.first(cl + 1) - a.first(cl), a.stamps + size_t(cta) * kStamps, now_ns()};
+                a.first(cl), a.first(cl + 1) - a.first(cl), a.stamps + size_t(cta) * kStamps, now_ns(),
+                a.fp_clusters > 0 && cl >= a.fp_clusters ? 4 : a.compute};
     const long long c0 = clock64();
     const unsigned char* run = a.w + a.off(cta);
     Producer prod;  // thread 0's (the producer lane)
@@ -336,7 +339,7 @@ __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(kThreads, 1) in
     if (threadIdx.x == 0) k.st[kSynced] = now_ns();
     if (warp == 0 && lane == 0)  // the producer: the CTA's run, chunk by chunk, from the first instant
         while (produce<KQ>(prod, a, k.u0, k.units, run, smem + k.L.ring, full, empty, policy, k.st)) {}
-    else if (warp == 1 && a.compute == 1) reduce<NT>(k, lane);
+    else if (warp == 1 && k.compute == 1) reduce<NT>(k, lane);
     else if (warp >= kFirstConsumer) consume<KQ, NT>(k, warp - kFirstConsumer, lane);
     __syncthreads();
     cluster_sync();  // no rank leaves while a peer may still send to it

@@ -31,9 +31,9 @@
 //   residency  cooperative launches of clusters of 1, 2, 4, 8, 16 at this footprint: how many fit.
 //   ab       the best setting of S = 1 and 16 against itself with one knob changed (tables in global
 //            memory, products replaced by adds, no partials sent (also with adds, and without the
-//            ldmatrix of x), the stream alone (also with tile reads, and with x staged), the waits
-//            polled or sleeping, slots freed late or early, copies issued before the entry barrier
-//            or not), twice, interleaved.
+//            ldmatrix of x, and that on only 1 or 8 clusters), the stream alone (also with tile
+//            reads, and with x staged), the waits polled or sleeping, slots freed late or early,
+//            copies issued before the entry barrier or not), twice, interleaved.
 // Usage: monokda-v2-inproj-probe [residency|rate|tune|inproj|ab|delay|trace|check|all] [REPS]
 #include "bench/probes/probe_util.hpp"
 #include "bench/probes/v2_inproj_kernel.cuh"
@@ -118,7 +118,7 @@ Device setup() {
 struct Case {  // one launch configuration
     int S, kq, stages, slots;
     int inflight, early, early_free;  // inflight 0: the ring's depth
-    int compute = 1, entry_release = 0, param_tables = 1, products = 1, poll = 0, xfrag = 1;
+    int compute = 1, entry_release = 0, param_tables = 1, products = 1, poll = 0, xfrag = 1, fp_clusters = 0;
     unsigned long long delay_ns = 0;
     int cap() const { return inflight ? std::min(inflight, stages) : stages; }
     int chunk() const { return kq * 4 * kTileBytes; }
@@ -132,7 +132,7 @@ Args args_for(const Device& d, const Case& c, int copy) {
     for (int k = 0; k <= kClusters; ++k) a.first_p[k] = d.units.first[size_t(k)];
     for (size_t u = 0; u < d.units.mt.size(); ++u) a.mt_p[u] = (unsigned char)d.units.mt[u];
     a.S = c.S, a.stages = c.stages, a.slots = c.slots, a.inflight = c.cap(), a.early = c.early, a.early_free = c.early_free;
-    a.entry_release = c.entry_release, a.compute = c.compute, a.param_tables = c.param_tables, a.products = c.products, a.poll = c.poll, a.xfrag = c.xfrag;
+    a.entry_release = c.entry_release, a.compute = c.compute, a.param_tables = c.param_tables, a.products = c.products, a.poll = c.poll, a.xfrag = c.xfrag, a.fp_clusters = c.fp_clusters;
     a.x_delay_ns = c.delay_ns;
     return a;
 }
@@ -149,6 +149,7 @@ struct Run {
     float chunk1_us;  // median of (the last CTA's first chunk − first entry)
     float bytes_tbs;  // packed bytes / span
     float mhz;        // median SM clock over the launch (CTA 0's cycles / its time)
+    float mhz_last;   // the same for the last CTA (cluster 14)
     bool ok;
 };
 
@@ -168,7 +169,7 @@ Run run(Device& d, const Case& c, int reps) {
     cfg.attrs = attr, cfg.numAttrs = 1;
     cudaEvent_t e0, e1;
     check(cudaEventCreate(&e0), "event"), check(cudaEventCreate(&e1), "event");
-    std::vector<float> ev, span, proj, byte1, issue1, last, skew, sync, first, mhz;
+    std::vector<float> ev, span, proj, byte1, issue1, last, skew, sync, first, mhz, mhz_last;
     std::vector<unsigned long long> h(size_t(kCtas) * kStamps);
     const Kernel kernel = kernel_for(c.kq, nt_for(c.S));
     for (int i = 0; i < reps + 2; ++i) {
@@ -196,9 +197,11 @@ Run run(Device& d, const Case& c, int reps) {
         ev.push_back(ms * 1000.f), span.push_back(us(t_exit)), proj.push_back(c.compute == 1 ? us(t_proj) : 0.f);
         byte1.push_back(us(t_byte1)), issue1.push_back(us(t_issue1)), last.push_back(us(t_last)), skew.push_back(us(t_last_in)), sync.push_back(us(t_sync)), first.push_back(us(t_first));
         mhz.push_back(float(h[kCycles]) / float(h[kExit] - h[kEntry]) * 1000.f);
+        const unsigned long long* z = &h[size_t(kCtas - 1) * kStamps];
+        mhz_last.push_back(float(z[kCycles]) / float(z[kExit] - z[kEntry]) * 1000.f);
     }
     out.event_us = median(ev), out.span_us = median(span), out.proj_us = median(proj), out.chunk1_us = median(first);
-    out.byte1_us = median(byte1), out.issue1_us = median(issue1), out.last_us = median(last), out.skew_us = median(skew), out.sync_us = median(sync), out.mhz = median(mhz);
+    out.byte1_us = median(byte1), out.issue1_us = median(issue1), out.last_us = median(last), out.skew_us = median(skew), out.sync_us = median(sync), out.mhz = median(mhz), out.mhz_last = median(mhz_last);
     out.bytes_tbs = float(d.packed_bytes) / (out.span_us * 1e-6f) / 1e12f;
     out.ok = true;
     check(cudaEventDestroy(e0), "event"), check(cudaEventDestroy(e1), "event");
@@ -209,16 +212,16 @@ void print_row(const char* mode, const Case& c, const Run& r) {
     std::printf("%-6s S %2d  chunk %5d x %2d (%3d KB)  inflight %d  early %d  free %s  entry %s  tables %s  slots %d  delay %4llu ns",
                 mode, c.S, c.chunk(), c.stages, c.chunk() * c.stages / 1024, c.cap(), c.early, c.early_free ? "early" : "late ",
                 c.entry_release ? "rel" : "rlx", c.param_tables ? "param" : "gmem ", c.slots, c.delay_ns);
-    std::printf("  poll %d  compute %d", c.poll, c.compute);
+    std::printf("  poll %d  compute %d  fp clusters %d", c.poll, c.compute, c.fp_clusters);
     if (!r.ok) {
         std::printf("  does not fit\n");
         return;
     }
     // from the first copy issued: to the last chunk seen (the stream) and to the last proj stored
     std::printf("  event %5.1f  span %5.1f  proj %5.1f  from 1st copy: stream %5.1f proj %5.1f  synced %4.2f  1st copy %4.2f  "
-                "1st chunk %4.2f/%4.2f us  %.2f TB/s  %4.0f MHz\n",
+                "1st chunk %4.2f/%4.2f us  %.2f TB/s  %4.0f MHz (last CTA %4.0f)\n",
                 r.event_us, r.span_us, r.proj_us, r.last_us - r.issue1_us, r.proj_us - r.issue1_us, r.sync_us, r.issue1_us,
-                r.byte1_us, r.chunk1_us, r.bytes_tbs, r.mhz);
+                r.byte1_us, r.chunk1_us, r.bytes_tbs, r.mhz, r.mhz_last);
 }
 
 // The ring's setting the de-risking record measured (28 KB x 3 at S <= 16, 16 KB x 3 at S = 64; no
@@ -466,6 +469,10 @@ int main(int argc, char** argv) {
                 t = c, t.compute = 3, print_row("ab-nohop", t, run(d, t, reps));
                 t.products = 0, print_row("ab-nohop-add", t, run(d, t, reps));
                 t.xfrag = 0, print_row("ab-nohop-add-nox", t, run(d, t, reps));
+                for (int fp : {1, 8}) {  // only clusters 0..fp-1 add; the rest read (is the clock a CTA's own)
+                    Case f = t;
+                    f.fp_clusters = fp, print_row("ab-fp-part", f, run(d, f, reps));
+                }
                 t = c, t.compute = 0, print_row("ab-rate", t, run(d, t, reps));  // the stream alone
                 t.compute = 2, print_row("ab-reads", t, run(d, t, reps));         // with the tile reads
                 t.compute = 4, print_row("ab-reads-x", t, run(d, t, reps));       // and x staged first
