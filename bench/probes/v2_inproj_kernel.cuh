@@ -33,6 +33,7 @@ struct Args {
     int param_tables;             // read the tables above instead of the global ones
     int poll;                     // the waits: 0 try_wait (the thread may sleep), 1 test_wait in a spin, 2 try_wait with a 32 ns hint
     int fp_clusters;              // > 0: only clusters below it run `compute`, the others compute 4 (is the clock a CTA's own)
+    int fp_warps;                 // > 0, compute 3: only consumer warps below it do the math
     int xfrag;                    // 0: no ldmatrix of x (constant fragments; the clock's question)
     int products;                 // 0: the products replaced by one dependent add each (the clock's question; not at
                                   // NT = 8, whose registers do not hold the second path)
@@ -245,7 +246,8 @@ __device__ void consume(const Cta& k, int cw, int lane) {
     };
     for (int u = 0; u < k.units; ++u) {
         const int mt = a.mt(k.u0 + u);
-        const bool mine = (compute == 1 || compute == 3) && m < mt;
+        // compute 3 with fp_warps: only warps below it do the math, the others read their tiles
+        const bool mine = (compute == 1 || (compute == 3 && (a.fp_warps == 0 || cw < a.fp_warps))) && m < mt;
         float acc[NT][4] = {};
         for (int q = 0; q < kChunksPerUnit; ++q) {
             uint32_t b[KQ / 2][NT][2];  // x fragments do not depend on the chunk: loaded while it streams
@@ -267,7 +269,7 @@ __device__ void consume(const Cta& k, int cw, int lane) {
                 if (compute == 0) {
                     const uint32_t touch = *reinterpret_cast<const uint32_t*>(chunk + lane * 4);
                     asm volatile("" ::"r"(touch));  // the chunk is read
-                } else if ((compute == 2 || compute == 4) && m < mt) {  // the same shared-memory reads as in_proj's
+                } else if (compute >= 2 && m < mt) {  // the same shared-memory reads as in_proj's
                     uint32_t sink = 0;
 #pragma unroll
                     for (int i = 0; i < KQ / 2; ++i) {

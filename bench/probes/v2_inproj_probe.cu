@@ -30,10 +30,10 @@
 //            identity (teacher-forced: the same bf16 x), and the same rows bit for bit at every S.
 //   residency  cooperative launches of clusters of 1, 2, 4, 8, 16 at this footprint: how many fit.
 //   ab       the best setting of S = 1 and 16 against itself with one knob changed (tables in global
-//            memory, products replaced by adds, no partials sent (also with adds, and without the
-//            ldmatrix of x, and that on only 1 or 8 clusters), the stream alone (also with tile
-//            reads, and with x staged), the waits polled or sleeping, slots freed late or early,
-//            copies issued before the entry barrier or not), twice, interleaved.
+//            memory, products replaced by adds, no partials sent (also with adds, without the ldmatrix
+//            of x, and that on only 1 or 8 clusters or 1 or 2 of the 8 warps), the stream alone (also
+//            with tile reads, and with x staged), the waits polled or sleeping, slots freed late or
+//            early, copies issued before the entry barrier or not), twice, interleaved.
 // Usage: monokda-v2-inproj-probe [residency|rate|tune|inproj|ab|delay|trace|check|all] [REPS]
 #include "bench/probes/probe_util.hpp"
 #include "bench/probes/v2_inproj_kernel.cuh"
@@ -118,7 +118,7 @@ Device setup() {
 struct Case {  // one launch configuration
     int S, kq, stages, slots;
     int inflight, early, early_free;  // inflight 0: the ring's depth
-    int compute = 1, entry_release = 0, param_tables = 1, products = 1, poll = 0, xfrag = 1, fp_clusters = 0;
+    int compute = 1, entry_release = 0, param_tables = 1, products = 1, poll = 0, xfrag = 1, fp_clusters = 0, fp_warps = 0;
     unsigned long long delay_ns = 0;
     int cap() const { return inflight ? std::min(inflight, stages) : stages; }
     int chunk() const { return kq * 4 * kTileBytes; }
@@ -132,7 +132,7 @@ Args args_for(const Device& d, const Case& c, int copy) {
     for (int k = 0; k <= kClusters; ++k) a.first_p[k] = d.units.first[size_t(k)];
     for (size_t u = 0; u < d.units.mt.size(); ++u) a.mt_p[u] = (unsigned char)d.units.mt[u];
     a.S = c.S, a.stages = c.stages, a.slots = c.slots, a.inflight = c.cap(), a.early = c.early, a.early_free = c.early_free;
-    a.entry_release = c.entry_release, a.compute = c.compute, a.param_tables = c.param_tables, a.products = c.products, a.poll = c.poll, a.xfrag = c.xfrag, a.fp_clusters = c.fp_clusters;
+    a.entry_release = c.entry_release, a.compute = c.compute, a.param_tables = c.param_tables, a.products = c.products, a.poll = c.poll, a.xfrag = c.xfrag, a.fp_clusters = c.fp_clusters, a.fp_warps = c.fp_warps;
     a.x_delay_ns = c.delay_ns;
     return a;
 }
@@ -212,7 +212,7 @@ void print_row(const char* mode, const Case& c, const Run& r) {
     std::printf("%-6s S %2d  chunk %5d x %2d (%3d KB)  inflight %d  early %d  free %s  entry %s  tables %s  slots %d  delay %4llu ns",
                 mode, c.S, c.chunk(), c.stages, c.chunk() * c.stages / 1024, c.cap(), c.early, c.early_free ? "early" : "late ",
                 c.entry_release ? "rel" : "rlx", c.param_tables ? "param" : "gmem ", c.slots, c.delay_ns);
-    std::printf("  poll %d  compute %d  fp clusters %d", c.poll, c.compute, c.fp_clusters);
+    std::printf("  poll %d  compute %d  fp clusters %d warps %d", c.poll, c.compute, c.fp_clusters, c.fp_warps);
     if (!r.ok) {
         std::printf("  does not fit\n");
         return;
@@ -472,6 +472,10 @@ int main(int argc, char** argv) {
                 for (int fp : {1, 8}) {  // only clusters 0..fp-1 add; the rest read (is the clock a CTA's own)
                     Case f = t;
                     f.fp_clusters = fp, print_row("ab-fp-part", f, run(d, f, reps));
+                }
+                for (int w : {1, 2}) {  // only w of the eight consumer warps add: is the drop a matter of how much
+                    Case f = t;
+                    f.fp_warps = w, print_row("ab-fp-warps", f, run(d, f, reps));
                 }
                 t = c, t.compute = 0, print_row("ab-rate", t, run(d, t, reps));  // the stream alone
                 t.compute = 2, print_row("ab-reads", t, run(d, t, reps));         // with the tile reads
