@@ -15,11 +15,11 @@ int cmd_reference(const Args& args) {
         ("output,o", po::value(&out)->required(), "output file: every output and intermediate")
         ("f64", "evaluate in f64 (the oracle; bf16 roundings kept, ssm_state written as F64)")
         ("order", po::value(&order)->default_value("sequential"),
-         "reduction order of every sum: sequential | pairwise | split:P | shuffle:SEED, or per site as emulate writes it (SITE=ORDER,...; the output metadata's emulate_plan_order)");
+         "reduction order of every sum: sequential | pairwise | split:P | cluster:P | shuffle:SEED, or per site as emulate writes it (SITE=ORDER,...; the output metadata's emulate_plan_order)");
     po::positional_options_description pos;
     pos.add("fixture", 1);
     po::variables_map vm;
-    if (!parse_args(args, "monokda reference FIXTURE -o OUT [--f64] [--order sequential|pairwise|split:P|shuffle:SEED|SITE=ORDER,...]",
+    if (!parse_args(args, "monokda reference FIXTURE -o OUT [--f64] [--order sequential|pairwise|split:P|cluster:P|shuffle:SEED|SITE=ORDER,...]",
                     opts, pos, vm))
         return 0;
     check_outputs({{"-o", out}}, {{"FIXTURE", fixture}});

@@ -24,6 +24,7 @@ std::string OrderSpec::str() const {
         case sequential: return "sequential";
         case pairwise: return "pairwise";
         case split: return "split:" + std::to_string(parts);
+        case cluster: return "cluster:" + std::to_string(parts);
         case shuffle: return "shuffle:" + std::to_string(seed);
     }
     return "?";
@@ -48,11 +49,17 @@ static OrderSpec parse_one(const std::string& s) {
         uint64_t p = parse_u64(s.substr(6), s);
         if (p < 1 || p > 65536) bad_input("--order: split parts must be in 1..65536 (got '" + s + "')");
         o.parts = int(p);
+    } else if (s.rfind("cluster:", 0) == 0) {
+        o.kind = OrderSpec::cluster;
+        uint64_t p = parse_u64(s.substr(8), s);
+        if (p < 1 || p > 65536) bad_input("--order: cluster parts must be in 1..65536 (got '" + s + "')");
+        o.parts = int(p);
     } else if (s.rfind("shuffle:", 0) == 0) {
         o.kind = OrderSpec::shuffle;
         o.seed = parse_u64(s.substr(8), s);
     } else {
-        bad_input("--order must be sequential, pairwise, split:P or shuffle:SEED, or SITE=ORDER,... (got '" + s + "')");
+        bad_input("--order must be sequential, pairwise, split:P, cluster:P or shuffle:SEED, or SITE=ORDER,... (got '" + s +
+                  "')");
     }
     return o;
 }

@@ -2,6 +2,7 @@
 // The reference uses "sequential" by default; the emulator swaps in the plan's split order and
 // permuted orders to measure how far reordering alone moves each output (the envelope).
 #pragma once
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <memory>
@@ -30,10 +31,15 @@ const char* to_string(Site s);
 constexpr int kSiteCount = int(Site::count);
 
 struct OrderSpec {
-    enum Kind { sequential, pairwise, split, shuffle } kind = sequential;
-    int parts = 1;       // split: P contiguous parts, each sequential, partials added in order
+    enum Kind { sequential, pairwise, split, shuffle, cluster } kind = sequential;
+    int parts = 1;       // split, cluster: P contiguous parts, partials added in order
     uint64_t seed = 0;   // shuffle: terms added sequentially in a seeded permutation
     std::string str() const;
+    // cluster: kernel v2's in_proj (docs/kernel-v2.md). Each of the P parts (a cluster rank's K-slice)
+    // is cut into k-steps of kKStep terms, each summed sequentially (the model of one m16n8k16 product);
+    // the even k-steps are added in order to +0, the odd ones apart (the tile's two warps), then
+    // even + odd; the parts' sums are added in rank order, from part 0's.
+    static constexpr int kKStep = 16;
 };
 
 class ReductionOrder {
@@ -67,6 +73,16 @@ template <class V, class F> V seq_sum(int lo, int hi, F& term) {
     for (int i = lo + 1; i < hi; ++i) acc = acc + term(i);
     return acc;
 }
+// One part of the cluster order: k-steps of OrderSpec::kKStep terms, even and odd apart, even + odd.
+template <class V, class F> V parity_sum(int lo, int hi, F& term) {
+    V even{}, odd{};
+    for (int k0 = lo, ks = 0; k0 < hi; k0 += OrderSpec::kKStep, ++ks) {
+        const V step = seq_sum<V>(k0, std::min(k0 + OrderSpec::kKStep, hi), term);
+        if (ks % 2 == 0) even = even + step;
+        else odd = odd + step;
+    }
+    return even + odd;
+}
 template <class V, class F> V pair_sum(int lo, int hi, F& term) {
     if (hi - lo == 1) return term(lo);
     int mid = lo + (hi - lo) / 2;
@@ -80,13 +96,14 @@ template <class V, class F> V ReductionOrder::reduce(Site site, int n, F&& term)
     switch (o.kind) {
         case OrderSpec::sequential: return detail::seq_sum<V>(0, n, term);
         case OrderSpec::pairwise: return detail::pair_sum<V>(0, n, term);
-        case OrderSpec::split: {
+        case OrderSpec::split:
+        case OrderSpec::cluster: {
             V total{};
             bool first = true;
             for (int p = 0; p < o.parts; ++p) {
                 int lo = int(int64_t(n) * p / o.parts), hi = int(int64_t(n) * (p + 1) / o.parts);
                 if (lo == hi) continue;
-                V part = detail::seq_sum<V>(lo, hi, term);
+                V part = o.kind == OrderSpec::split ? detail::seq_sum<V>(lo, hi, term) : detail::parity_sum<V>(lo, hi, term);
                 total = first ? part : total + part;
                 first = false;
             }

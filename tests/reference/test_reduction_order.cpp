@@ -2,6 +2,7 @@
 // bad input, and each site of the reference is routed through its own entry.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <set>
 
 #include "core/error.hpp"
@@ -14,7 +15,8 @@ using namespace monokda::test;
 
 namespace {
 
-const char* kOrders[] = {"sequential", "pairwise", "split:1", "split:3", "split:7", "split:1000", "shuffle:0", "shuffle:42"};
+const char* kOrders[] = {"sequential", "pairwise", "split:1", "split:3", "split:7", "split:1000",
+                         "shuffle:0", "shuffle:42", "cluster:1", "cluster:8", "cluster:1000"};
 
 }  // namespace
 
@@ -70,9 +72,35 @@ TEST_CASE("shuffle is a seeded permutation: same seed same order, other seeds ot
     CHECK(order == pa);
 }
 
-TEST_CASE("order strings that are not sequential|pairwise|split:P|shuffle:SEED are bad input") {
+TEST_CASE("the cluster order: 16-term k-steps, even and odd apart from +0, even + odd, parts in rank order") {
+    // terms: 2^24 at 0 (k-step 0), 1 at 16 (k-step 1), -2^24 at 32 (k-step 2), zeros elsewhere; 2^24 + 1
+    // rounds back to 2^24, so a 1 added while the 2^24 is in the sum is lost
+    const float big = 16777216.0f;
+    auto term = [&](int i) { return i == 0 ? big : i == 16 ? 1.0f : i == 32 ? -big : 0.0f; };
+    // one part: even k-steps (0 + 2^24) + (-2^24) = 0, odd ones 0 + 1 = 1, even + odd = 1
+    CHECK(ReductionOrder::parse("cluster:1").reduce<float>(Site::in_proj, 64, term) == 1.0f);
+    // sequentially (term by term, or k-step by k-step) the 1 meets the 2^24 and is lost
+    CHECK(ReductionOrder::parse("sequential").reduce<float>(Site::in_proj, 64, term) == 0.0f);
+    // two parts of 32: part 0 = 2^24 + 1 = 2^24, part 1 = -2^24 + 0, added in rank order: 0
+    CHECK(ReductionOrder::parse("cluster:2").reduce<float>(Site::in_proj, 64, term) == 0.0f);
+    // every term visited once, in index order (k-step by k-step, parts in order)
+    std::vector<int> order;
+    ReductionOrder::parse("cluster:3").reduce<int>(Site::in_proj, 100, [&](int i) { order.push_back(i); return 0; });
+    std::vector<int> want(100);
+    for (int i = 0; i < 100; ++i) want[size_t(i)] = i;
+    CHECK(order == want);
+    // the accumulators start at +0 (as the warps' zeroed ones): an all-(-0) sum is +0, where split's is -0
+    auto neg_zero = [](int) { return -0.0f; };
+    CHECK(!std::signbit(ReductionOrder::parse("cluster:2").reduce<float>(Site::in_proj, 64, neg_zero)));
+    CHECK(std::signbit(ReductionOrder::parse("split:2").reduce<float>(Site::in_proj, 64, neg_zero)));
+    CHECK(ReductionOrder::parse("cluster:8").str() == "cluster:8");
+    CHECK(ReductionOrder::parse("in_proj=cluster:8").at(Site::in_proj).kind == OrderSpec::cluster);
+}
+
+TEST_CASE("order strings that are not sequential|pairwise|split:P|cluster:P|shuffle:SEED are bad input") {
     for (const char* bad : {"", "seq", "split", "split:", "split:0", "split:-2", "split:x", "split:3x", "split:70000",
-                            "shuffle:", "shuffle:-1", "shuffle:1.5", "pairwise:2", "SEQUENTIAL"}) {
+                            "shuffle:", "shuffle:-1", "shuffle:1.5", "pairwise:2", "SEQUENTIAL", "cluster", "cluster:0",
+                            "cluster:x", "cluster:70000"}) {
         CAPTURE(bad);
         CHECK_THROWS_AS(ReductionOrder::parse(bad), BadInput);
     }
