@@ -1,9 +1,12 @@
-// `monokda plan`: the built-in plan as a plan file (docs/plan-file.md), and `monokda plan check FILE`:
-// a plan file's structural checks alone (no fixture, no run).
+// `monokda plan`: the built-in plan as a plan file (docs/plan-file.md), `monokda plan --kernel v2`: kernel
+// v2's in_proj plan as JSON (docs/plan.md), and `monokda plan check FILE`: a plan file's structural
+// checks alone (no fixture, no run).
 #include <iostream>
+#include <stdexcept>
 
 #include "cli/options.hpp"
 #include "core/atomic_write.hpp"
+#include "core/plan_v2.hpp"
 #include "emulator/emulate.hpp"
 
 namespace monokda::cli {
@@ -37,12 +40,27 @@ int plan_check(const Args& args) {
     return 1;
 }
 
+// `monokda plan --kernel v2`: kernel v2's in_proj plan (core/plan_v2.hpp) as JSON, after its checks.
+int plan_v2(const po::variables_map& vm, const Config& c, const std::string& out) {
+    for (const char* k : {"blocks", "gemv-bands", "amd", "name"})
+        if (vm.count(k) && !vm[k].defaulted()) bad_input(std::string("--") + k + " is kernel v1's plan; --kernel v2 takes --config, --R, --L");
+    const PlanV2 p = PlanV2::build(c, PlanV2Params::for_config(c));
+    if (const auto probs = p.problems(); !probs.empty())
+        throw std::logic_error("plan v2: the built plan fails its check " + probs[0].check + ": " + probs[0].what);
+    write_file_atomic(out, p.to_json());
+    std::cout << "wrote " << out << ": kernel v2 in_proj, " << p.params().clusters << " clusters of " << p.params().ranks << " ("
+              << p.ctas() << " CTAs), " << p.units.size() << " units, " << p.params().ring_depth << "-slot rings of "
+              << p.rings[0].slot_bytes << " bytes (" << p.params().in_flight << " in flight), " << p.params().recv_slots
+              << " receive slots; " << PlanV2::check_names().size() << " checks passed\n";
+    return 0;
+}
+
 }  // namespace
 
 int cmd_plan(const Args& args) {
     if (!args.empty() && args[0] == "check") return plan_check(Args(args.begin() + 1, args.end()));
     po::options_description opts("monokda plan");
-    std::string config, gemv, out;
+    std::string config, gemv, out, kernel;
     int R, L, nb, blocks;
     opts.add_options()
         ("config", po::value(&config)->default_value("k3"), "model preset: k3 | small")
@@ -52,16 +70,19 @@ int cmd_plan(const Args& args) {
         ("blocks", po::value(&blocks)->default_value(0), "CTAs in the launch (default: 132 for k3, 24 for small)")
         ("gemv-bands", po::value(&gemv)->default_value("auto"), "who runs the in_proj bands: auto | spec | every (as emulate)")
         ("amd", "an AMD part: in-order load retirement, CTAs in index order")
+        ("kernel", po::value(&kernel)->default_value("v1"), "the kernel whose plan: v1 | v2 (kernel v2's in_proj, docs/plan.md)")
         ("name", po::value<std::string>(), "the plan's name in the file")
         ("output,o", po::value(&out), "the plan file to write");
     po::positional_options_description pos;
     po::variables_map vm;
     if (!parse_args(args,
                     "monokda plan [--config k3|small] [--R 2] [--L 4] [--nb 4] [--blocks N] [--gemv-bands auto|spec|every] "
-                    "[--amd] [--name TEXT] -o FILE\n       monokda plan check FILE",
+                    "[--amd] [--name TEXT] -o FILE\n       monokda plan --kernel v2 [--config k3|small] [--R 2] [--L 4] -o FILE\n"
+                    "       monokda plan check FILE",
                     opts, pos, vm))
         return 0;
     if (out.empty()) bad_input("plan needs -o FILE (usage: monokda plan [...] -o FILE, or monokda plan check FILE)");
+    if (kernel != "v1" && kernel != "v2") bad_input("--kernel must be v1 or v2 (got '" + kernel + "')");
     check_outputs({{"-o", out}}, {});
     Config c = Config::preset(config);
     require_range("--R", R, 1, 4096);
@@ -72,6 +93,7 @@ int cmd_plan(const Args& args) {
     c.L = L;
     c.nb = nb;
     c.slots = c.S() + 1;
+    if (kernel == "v2") return plan_v2(vm, c, out);
     Plan p = emu::builtin_plan(c, blocks, parse_gemv_bands(gemv), vm.count("amd") > 0);
     if (vm.count("name")) p.set_name(vm["name"].as<std::string>());
     write_file_atomic(out, p.to_json());

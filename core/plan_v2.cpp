@@ -1,0 +1,294 @@
+// Kernel v2's in_proj plan (core/plan_v2.hpp): its parameters, the builder (units dealt to clusters,
+// each CTA's stream of chunks, the cluster buffers, the role programs), the waits each step implies,
+// and the names reports use.
+#include "core/plan_v2.hpp"
+
+#include <algorithm>
+
+#include "core/error.hpp"
+#include "core/shape.hpp"
+
+namespace monokda {
+
+const char* to_string(V2Point p) { return p == V2Point::entry ? "entry" : p == V2Point::exit ? "exit" : "?"; }
+const char* to_string(V2Role r) {
+    return r == V2Role::producer ? "producer" : r == V2Role::reducer ? "reducer" : r == V2Role::consumer ? "consumer" : "?";
+}
+const char* to_string(V2Op op) {
+    static const char* names[] = {"?", "INIT", "COPY", "SYNC", "TAKE", "FREE", "PAIR", "SEND", "REDUCE", "RELEASE"};
+    const int k = int(op);
+    return k >= 1 && k <= int(V2Op::RELEASE) ? names[k] : "?";
+}
+
+PlanV2Params PlanV2Params::for_config(const Config& c) {
+    PlanV2Params p;
+    if (c.D == kProductionShape.D) {  // the production shape: the probes' setting
+        p.chunk_ksteps = c.S() >= 64 ? 8 : 14;
+        p.recv_slots = c.S() >= 64 ? 2 : 4;
+        return p;
+    }
+    // any other shape (the small preset: D 256, so 2 k-steps a rank): two clusters, a ring of two
+    p.clusters = 2;
+    p.chunk_ksteps = 2;
+    p.ring_depth = p.in_flight = 2;
+    p.recv_slots = 2;
+    return p;
+}
+
+void PlanV2Params::validate(const Config& c) const {
+    auto need = [](bool ok, const std::string& what) {
+        if (!ok) bad_input("plan v2: " + what);
+    };
+    need(ranks >= 2 * kV2UnitTiles && ranks <= 16, "ranks must be in 8..16 (a unit's 8 owners are ranks)");
+    need(clusters >= 1 && clusters <= 1024, "clusters must be in 1..1024");
+    need(c.D % (ranks * kV2KStep) == 0, "D = " + std::to_string(c.D) + " must split into ranks × 16-column k-steps");
+    need(c.N % kV2TileRows == 0, "N = " + std::to_string(c.N) + " must be whole 16-row tiles");
+    need(block_rows >= kV2TileRows && block_rows % kV2TileRows == 0, "block_rows must be whole 16-row tiles");
+    const int ksteps = c.D / ranks / kV2KStep;
+    need(chunk_ksteps >= 2 && chunk_ksteps % 2 == 0 && ksteps % chunk_ksteps == 0,
+         "chunk_ksteps = " + std::to_string(chunk_ksteps) + " must be even (a chunk's k-steps split evenly over a tile's two "
+         "warps) and divide the " + std::to_string(ksteps) + " k-steps of a slice");
+    need(ring_depth >= 1 && ring_depth <= 64, "ring_depth must be in 1..64");
+    need(in_flight >= 1 && in_flight <= ring_depth, "in_flight must be in 1..ring_depth");
+    need(recv_slots >= 1 && recv_slots <= 16, "recv_slots must be in 1..16");
+    need(c.S() >= 1 && c.S() <= 1024, "S must be in 1..1024");
+}
+
+PlanV2 PlanV2::build(const Config& cfg, const PlanV2Params& params) {
+    cfg.validate();
+    params.validate(cfg);
+    PlanV2 p;
+    p.cfg_ = cfg;
+    p.params_ = params;
+    p.deal_units();
+    p.lay_streams();
+    p.lay_buffers();
+    p.write_programs();
+    return p;
+}
+
+// 64-row blocks round-robin over the clusters (as many whole rounds as there are), then the tail's
+// 16-row tiles one by one, so every cluster has nearly as many tiles as the next; each cluster's
+// tiles in order, cut into units of four (the last shorter).
+void PlanV2::deal_units() {
+    const int C = params_.clusters, per_block = params_.block_rows / kV2TileRows;
+    std::vector<std::vector<int>> tiles(static_cast<size_t>(C));
+    const int blocks = cfg_.N / params_.block_rows / C * C;
+    for (int b = 0; b < blocks; ++b)
+        for (int k = 0; k < per_block; ++k) tiles[size_t(b % C)].push_back(b * params_.block_rows + kV2TileRows * k);
+    int g = 0;
+    for (int row = blocks * params_.block_rows; row < cfg_.N; row += kV2TileRows, ++g) tiles[size_t(g % C)].push_back(row);
+    units.clear();
+    cluster_first.clear();
+    for (int c = 0; c < C; ++c) {
+        cluster_first.push_back(int32_t(units.size()));
+        const auto& t = tiles[size_t(c)];
+        for (size_t i = 0; i < t.size(); i += kV2UnitTiles) {
+            V2Unit u{c, int32_t(std::min<size_t>(kV2UnitTiles, t.size() - i)), {-1, -1, -1, -1}};
+            for (int k = 0; k < u.tiles; ++k) u.row0[k] = t[i + size_t(k)];
+            units.push_back(u);
+        }
+    }
+    cluster_first.push_back(int32_t(units.size()));
+}
+
+// Each CTA's run: its cluster's units in order, each as slice_ksteps / chunk_ksteps chunks; chunk j
+// in ring slot j mod depth, round j / depth. The runs follow each other CTA by CTA.
+void PlanV2::lay_streams() {
+    const int KQ = params_.chunk_ksteps;
+    rings.assign(size_t(ctas()), V2Ring{KQ * kV2UnitTiles * kV2TileBytes, params_.ring_depth, params_.in_flight, kV2Consumers});
+    chunks.assign(size_t(ctas()), {});
+    run_offset.assign(size_t(ctas()) + 1, 0);
+    int64_t at = 0;
+    for (int cta = 0; cta < ctas(); ++cta) {
+        run_offset[size_t(cta)] = int32_t(at);
+        const int c = cluster_of(cta);
+        int32_t off = 0, j = 0;
+        for (int u = cluster_first[size_t(c)]; u < cluster_first[size_t(c) + 1]; ++u)
+            for (int k0 = 0; k0 < slice_ksteps(); k0 += KQ, ++j) {
+                const int32_t bytes = KQ * units[size_t(u)].tiles * kV2TileBytes;
+                chunks[size_t(cta)].push_back({u, k0, KQ, bytes, off, j % params_.ring_depth, j / params_.ring_depth});
+                off += bytes;
+            }
+        at += off;
+        if (at > INT32_MAX) bad_input("plan v2: the packed weight exceeds 2 GB");
+    }
+    run_offset[size_t(ctas())] = int32_t(at);
+}
+
+// Per unit, its 2·tiles owners (owner o: tile o / 2, rows + 8·(o mod 2)), each with a receive slot
+// use that every rank's partial completes, and a free that the owner's arrives make up.
+void PlanV2::lay_buffers() {
+    partials.clear();
+    recvs.clear();
+    frees.clear();
+    const int R = params_.ranks, slots = params_.recv_slots;
+    for (int c = 0; c < params_.clusters; ++c) {
+        std::vector<int32_t> last(size_t(R) * size_t(slots), -1), uses(size_t(R) * size_t(slots), 0);  // per (owner, slot)
+        for (int u = cluster_first[size_t(c)]; u < cluster_first[size_t(c) + 1]; ++u) {
+            const int i = u - cluster_first[size_t(c)], slot = i % slots, t = units[size_t(u)].tiles;
+            for (int o = 0; o < 2 * t; ++o) {
+                const size_t k = size_t(o) * size_t(slots) + size_t(slot);
+                recvs.push_back({u, o, slot, uses[k]++, units[size_t(u)].row0[o / 2] + kV2OwnerRows * (o % 2),
+                                 R * partial_bytes(), last[k]});
+                last[k] = int32_t(recvs.size()) - 1;
+                frees.push_back({u, o, slot, o == 0 ? R - (2 * t - 1) : 1});
+                for (int s = 0; s < R; ++s) partials.push_back({u, s, o, o / 2, partial_bytes(), i / slots - 1});
+            }
+        }
+    }
+}
+
+void PlanV2::write_programs() {
+    programs.assign(size_t(processes()), {});
+    barriers.clear();
+    for (int c = 0; c < params_.clusters; ++c)
+        for (int pt = 0; pt < int(V2Point::count); ++pt) barriers.push_back({c, pt, 0});
+    // the receive entries of each owner CTA, in unit order (the reducer's list)
+    std::vector<std::vector<int32_t>> owned(static_cast<size_t>(ctas()));
+    for (size_t e = 0; e < recvs.size(); ++e)
+        owned[size_t(cta(units[size_t(recvs[e].unit)].cluster, recvs[e].owner))].push_back(int32_t(e));
+    const int R = params_.ranks;
+    for (int k = 0; k < ctas(); ++k) {
+        const int c = cluster_of(k), rank = rank_of(k);
+        const V2Instr entry{int32_t(V2Op::SYNC), barrier_index(c, V2Point::entry)},
+            exit{int32_t(V2Op::SYNC), barrier_index(c, V2Point::exit)};
+        auto& prod = programs[size_t(proc(k, V2Role::producer))];
+        prod.push_back({int32_t(V2Op::INIT), 0});
+        prod.push_back(entry);  // copies wait for it: issued before, its arrive passes later (docs/kernel-v2.md)
+        for (size_t j = 0; j < chunks[size_t(k)].size(); ++j) prod.push_back({int32_t(V2Op::COPY), int32_t(j)});
+        prod.push_back(exit);
+        auto& red = programs[size_t(proc(k, V2Role::reducer))];
+        red.push_back(entry);
+        for (int32_t e : owned[size_t(k)]) {
+            red.push_back({int32_t(V2Op::REDUCE), e});
+            red.push_back({int32_t(V2Op::RELEASE), e});  // frees parallel recvs
+        }
+        red.push_back(exit);
+        for (int w = 0; w < kV2Consumers; ++w) {
+            auto& con = programs[size_t(proc(k, V2Role::consumer, w))];
+            const int m = w / 2;
+            con.push_back(entry);
+            size_t j = 0;
+            for (int u = cluster_first[size_t(c)]; u < cluster_first[size_t(c) + 1]; ++u) {
+                for (; j < chunks[size_t(k)].size() && chunks[size_t(k)][j].unit == u; ++j) {
+                    con.push_back({int32_t(V2Op::TAKE), int32_t(j)});
+                    con.push_back({int32_t(V2Op::FREE), int32_t(j)});
+                }
+                if (m >= units[size_t(u)].tiles) continue;
+                con.push_back({int32_t(V2Op::PAIR), u});
+                if (w % 2) continue;
+                for (size_t e = 0; e < recvs.size(); ++e)  // the partials of this rank to the tile's two owners
+                    if (recvs[e].unit == u && recvs[e].owner / 2 == m) con.push_back({int32_t(V2Op::SEND), int32_t(e) * R + rank});
+            }
+            con.push_back(exit);
+        }
+    }
+}
+
+int PlanV2::smem_bytes(int k) const {
+    const V2Ring& r = rings[size_t(k)];
+    const int cols = n_tiles() * kV2NTileCols;
+    return r.depth * r.slot_bytes + cols * (slice_cols() + 8) * 2 + params_.recv_slots * params_.ranks * kV2OwnerRows * cols * 4 +
+           kV2UnitTiles * 32 * n_tiles() * 4 * 4;
+}
+
+ReductionOrder PlanV2::reduction_order() const {
+    ReductionOrder o;
+    o.set(Site::in_proj, OrderSpec{OrderSpec::cluster, params_.ranks, 0});
+    return o;
+}
+
+std::vector<V2Wait> PlanV2::waits(int p, int i) const {
+    const V2Instr& in = programs[size_t(p)][size_t(i)];
+    const int k = proc_cta(p);
+    std::vector<V2Wait> w;
+    auto count_before = [&](V2Op op, int a) {  // earlier steps of this process with the same op (and operand, a >= 0)
+        int n = 0;
+        for (int q = 0; q < i; ++q)
+            if (programs[size_t(p)][size_t(q)].opcode() == op && (a < 0 || programs[size_t(p)][size_t(q)].a == a)) ++n;
+        return n;
+    };
+    switch (in.opcode()) {
+        case V2Op::COPY: {
+            const auto& ch = chunks[size_t(k)];
+            const int j = in.a, cap = rings[size_t(k)].in_flight;
+            if (j >= cap) w.push_back({{V2Bar::full, k, ch[size_t(j - cap)].slot}, ch[size_t(j - cap)].round});
+            if (ch[size_t(j)].round >= 1) w.push_back({{V2Bar::empty, k, ch[size_t(j)].slot}, ch[size_t(j)].round - 1});
+            break;
+        }
+        case V2Op::SYNC: w.push_back({{V2Bar::cluster, -1, in.a}, count_before(V2Op::SYNC, in.a)}); break;
+        case V2Op::TAKE: {
+            const V2Chunk& ch = chunks[size_t(k)][size_t(in.a)];
+            w.push_back({{V2Bar::full, k, ch.slot}, ch.round});
+            break;
+        }
+        case V2Op::PAIR: {
+            const int n = count_before(V2Op::PAIR, -1), m = proc_warp(p) / 2;
+            w.push_back({{V2Bar::pair, k, m}, 2 * n});
+            w.push_back({{V2Bar::pair, k, m}, 2 * n + 1});
+            break;
+        }
+        case V2Op::SEND: {
+            const V2Partial& pa = partials[size_t(in.a)];
+            const V2Recv& rv = recvs[size_t(in.a) / size_t(params_.ranks)];
+            if (pa.free_round >= 0) w.push_back({{V2Bar::free, k, rv.slot}, pa.free_round});
+            break;
+        }
+        case V2Op::REDUCE: {
+            const V2Recv& rv = recvs[size_t(in.a)];
+            w.push_back({{V2Bar::recv, k, rv.slot}, rv.round});
+            break;
+        }
+        default: break;  // INIT, FREE, RELEASE wait for nothing
+    }
+    return w;
+}
+
+std::string PlanV2::proc_name(int p) const {
+    const int k = proc_cta(p);
+    std::string s = "CTA " + std::to_string(k) + " (cluster " + std::to_string(cluster_of(k)) + " rank " +
+                    std::to_string(rank_of(k)) + ") " + to_string(proc_role(p));
+    if (proc_role(p) == V2Role::consumer)
+        s += " " + std::to_string(proc_warp(p)) + " (tile " + std::to_string(proc_warp(p) / 2) + ", " +
+             (proc_warp(p) % 2 ? "odd" : "even") + " k-steps)";
+    return s;
+}
+
+std::string PlanV2::describe(const V2Instr& in) const {
+    const std::string op = to_string(in.opcode());
+    switch (in.opcode()) {
+        case V2Op::COPY:
+        case V2Op::TAKE:
+        case V2Op::FREE: return op + "(chunk " + std::to_string(in.a) + ")";
+        case V2Op::SYNC: {
+            const V2Barrier& b = barriers[size_t(in.a)];
+            return op + "(" + to_string(V2Point(b.point)) + " barrier of cluster " + std::to_string(b.cluster) + ")";
+        }
+        case V2Op::PAIR: return op + "(unit " + std::to_string(in.a) + ")";
+        case V2Op::SEND: {
+            const V2Partial& pa = partials[size_t(in.a)];
+            return op + "(unit " + std::to_string(pa.unit) + ": rank " + std::to_string(pa.sender) + " -> owner rank " +
+                   std::to_string(pa.owner) + ")";
+        }
+        case V2Op::REDUCE:
+        case V2Op::RELEASE: {
+            const V2Recv& rv = recvs[size_t(in.a)];
+            return op + "(unit " + std::to_string(rv.unit) + ", rows " + std::to_string(rv.row0) + ".." +
+                   std::to_string(rv.row0 + kV2OwnerRows - 1) + ", slot " + std::to_string(rv.slot) + ")";
+        }
+        default: return op;
+    }
+}
+
+std::string PlanV2::bar_name(const V2BarRef& b) const {
+    static const char* kinds[] = {"full", "empty", "recv", "free", "pair", "cluster"};
+    if (b.kind == V2Bar::cluster) {
+        const V2Barrier& x = barriers[size_t(b.index)];
+        return std::string("the ") + to_string(V2Point(x.point)) + " barrier of cluster " + std::to_string(x.cluster);
+    }
+    return std::string(kinds[int(b.kind)]) + "[" + (b.kind == V2Bar::pair ? "tile " : "slot ") + std::to_string(b.index) +
+           "] of CTA " + std::to_string(b.cta);
+}
+
+}  // namespace monokda

@@ -1,0 +1,224 @@
+// Kernel v2's in_proj as data (docs/kernel-v2.md, docs/plan.md "Kernel v2"): the clusters, the unit
+// table, each CTA's ring and chunk list, the cluster buffers that carry a unit's partials to their
+// owner, the cluster barriers, and every role instance's program with the waits each step implies.
+// Built once from (Config, PlanV2Params); the emulator runs it (emulator/v2/), serialize() is the flat
+// table the device is to read, and the checks (plan_v2_checks.cpp) hold its tables to each other.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/config.hpp"
+#include "core/reduction_order.hpp"
+
+namespace monokda {
+
+// The matrix unit's m16n8k16 shapes, as v2 uses them: the weight is the M side.
+constexpr int kV2TileRows = 16;                 // in_proj rows a tile
+constexpr int kV2KStep = OrderSpec::kKStep;     // columns of D a k-step (16)
+constexpr int kV2TileBytes = 512;               // a 16 × 16 bf16 tile: 32 lanes × 16 bytes
+constexpr int kV2UnitTiles = 4;                 // tiles a unit (the last of a cluster may have fewer)
+constexpr int kV2OwnerRows = 8;                 // rows an owner sums: two owners a tile
+constexpr int kV2NTileCols = 8;                 // S is padded to n-tiles of 8 columns
+constexpr int kV2Consumers = 2 * kV2UnitTiles;  // consumer warps a CTA: (tile m, k-step parity)
+constexpr int kV2ProcsPerCta = 2 + kV2Consumers;  // producer, reducer, the consumers
+constexpr int kV2SmemBytes = 227 * 1024;        // an H200 CTA's shared memory
+
+struct PlanV2Params {
+    int ranks = 8;          // CTAs a cluster; rank r owns K-slice r of D (D / ranks columns)
+    int clusters = 15;      // 15 × 8 = 120 CTAs: the most clusters of 8 a cooperative launch fits on an H200
+    int block_rows = 64;    // rows dealt to a cluster at a time, round-robin, before the tail's tiles
+    int chunk_ksteps = 14;  // k-steps a chunk (a copy: these k-steps of all the unit's tiles)
+    int ring_depth = 3;     // slots of a CTA's ring
+    int in_flight = 3;      // copies a producer keeps outstanding at most (<= ring_depth)
+    int recv_slots = 4;     // receive slots (cluster buffers) a CTA keeps for the partials it owns
+
+    // The production shape's setting the probes measured (docs/results/2026-12-02-h200-v2-derisk.md:
+    // 28 KB chunks x 3, 4 receive slots; at S >= 64 16 KB chunks, 2 slots); the small shape's keeps every
+    // mechanism in play at 16 CTAs (a slot of the ring and of the receive buffers reused, a short unit).
+    static PlanV2Params for_config(const Config& c);
+    // BadInput naming the field ("plan v2: ...") where the plan cannot be built for c.
+    void validate(const Config& c) const;
+};
+
+// A unit: up to four 16-row tiles of in_proj (any rows), computed by one cluster.
+struct V2Unit {
+    int32_t cluster, tiles;
+    int32_t row0[kV2UnitTiles];  // each tile's first row; -1 past `tiles`
+};
+
+// A chunk of a CTA's stream: k-steps kstep0 .. kstep0 + ksteps − 1 of its K-slice of one unit, all
+// the unit's tiles, [k-step][tile] in A-fragment order; bytes at `offset` of the CTA's run. Chunk j
+// of a CTA goes to ring slot j mod depth in round j / depth (the parity its barriers are waited with).
+struct V2Chunk {
+    int32_t unit, kstep0, ksteps, bytes, offset, slot, round;
+};
+
+// A CTA's ring: `depth` slots of slot_bytes. full[s]: one arrival (the producer's, with the chunk's
+// byte count) and the copy's bytes; empty[s]: one arrival a consumer warp.
+struct V2Ring {
+    int32_t slot_bytes, depth, in_flight, consumers;
+};
+
+// A unit's partial for `owner`'s 8 rows, from `sender` (ranks of the unit's cluster): the sender's
+// even warp of tile `tile` adds the odd warp's k-steps to its own and stores it with st.async into
+// the owner's receive slot, completing `bytes` of the owner's barrier. free_round: the round of the
+// sender's free barrier of that slot it waits for first (-1: the slot's first use).
+struct V2Partial {
+    int32_t unit, sender, owner, tile, bytes, free_round;
+};
+
+// The owner's use of a receive slot for a unit: its barrier completes on `bytes` (every sender's
+// partial); the owner sums the ranks in rank order, rounds once and stores proj rows row0 .. row0+7.
+// armed_by: -1, armed in INIT (the slot's first use); else the receive entry whose REDUCE re-arms the
+// slot for this use, right after summing it and before freeing it, so no byte lands unarmed.
+struct V2Recv {
+    int32_t unit, owner, slot, round, row0, bytes, armed_by;
+};
+
+// The owner's peer arrive that frees receive slot `slot` after its use for `unit`, on every rank of
+// the cluster: `count` arrivals (a free barrier counts ranks a use; rank 0 makes up for owners a short
+// unit lacks).
+struct V2Free {
+    int32_t unit, owner, slot, count;
+};
+
+// A cluster barrier: a named point every role of every CTA of a cluster passes. scope 0: the cluster;
+// 1: one CTA (a CTA barrier: nothing crosses to a peer).
+enum class V2Point : int32_t { entry = 0, exit = 1, count };
+const char* to_string(V2Point p);  // "entry", "exit"
+struct V2Barrier {
+    int32_t cluster, point, scope;
+};
+
+enum class V2Role : int32_t { producer = 0, reducer = 1, consumer = 2 };
+const char* to_string(V2Role r);
+
+// A role instance's step. Operands index the plan's tables.
+enum class V2Op : int32_t {
+    INIT = 1,     // producer: the CTA's barriers initialised, each receive slot's first use armed, init fence
+    COPY = 2,     // producer, a = chunk: arm full[slot] with its bytes, bulk copy run + offset -> slot
+    SYNC = 3,     // every role, a = barrier: arrive (relaxed, after the init fence) and wait
+    TAKE = 4,     // consumer, a = chunk: wait full[slot]; its tile's k-steps of its parity: the products
+    FREE = 5,     // consumer, a = chunk: arrive on empty[slot]
+    PAIR = 6,     // consumer, a = unit: the tile's odd warp hands its sums to the even warp (even + odd)
+    SEND = 7,     // consumer (even), a = partial: st.async into the owner's receive slot
+    REDUCE = 8,   // reducer, a = receive entry: the ranks summed in rank order, rounded, proj stored, re-armed
+    RELEASE = 9,  // reducer, a = free entry: peer arrive on every rank's free barrier of the slot
+};
+const char* to_string(V2Op op);
+struct V2Instr {
+    int32_t op, a;
+    V2Op opcode() const { return V2Op(op); }
+};
+
+// A barrier of the plan: a CTA's full[slot], empty[slot], recv[slot] (its receive slots), free[slot],
+// the named barrier of a tile's warp pair, or a cluster barrier (index: the barrier entry).
+enum class V2Bar : int32_t { full = 0, empty, recv, free, pair, cluster, count };
+struct V2BarRef {
+    V2Bar kind;
+    int32_t cta, index;  // cluster: cta = -1
+    bool operator==(const V2BarRef& o) const { return kind == o.kind && cta == o.cta && index == o.index; }
+};
+// What a step waits for: the barrier's phase `round` (parity round & 1) complete.
+struct V2Wait {
+    V2BarRef bar;
+    int32_t round;
+};
+
+class PlanV2 {
+public:
+    static PlanV2 build(const Config& cfg, const PlanV2Params& params);
+
+    const Config& config() const { return cfg_; }
+    const PlanV2Params& params() const { return params_; }
+    int ctas() const { return params_.ranks * params_.clusters; }
+    int cta(int cluster, int rank) const { return cluster * params_.ranks + rank; }
+    int cluster_of(int cta) const { return cta / params_.ranks; }
+    int rank_of(int cta) const { return cta % params_.ranks; }
+    int slice_cols() const { return cfg_.D / params_.ranks; }
+    int slice_ksteps() const { return slice_cols() / kV2KStep; }
+    int n_tiles() const { return (cfg_.S() + kV2NTileCols - 1) / kV2NTileCols; }  // S padded to n-tiles
+    int partial_bytes() const { return kV2OwnerRows * n_tiles() * kV2NTileCols * 4; }  // fp32
+    // shared memory a CTA uses: ring, x slice (16-byte padded rows), receive slots, the pair buffer
+    int smem_bytes(int cta) const;
+    // the reduction order the plan computes: in_proj = cluster:ranks (the rest is not v2's yet)
+    ReductionOrder reduction_order() const;
+
+    // Role instances: process p = cta · kV2ProcsPerCta + k, k 0 producer, 1 reducer, 2 + w consumer warp w
+    // (tile w / 2, k-step parity w % 2).
+    int processes() const { return ctas() * kV2ProcsPerCta; }
+    static int proc_cta(int p) { return p / kV2ProcsPerCta; }
+    static V2Role proc_role(int p) { const int k = p % kV2ProcsPerCta; return k < 2 ? V2Role(k) : V2Role::consumer; }
+    static int proc_warp(int p) { return p % kV2ProcsPerCta - 2; }  // consumers: 0 .. kV2Consumers − 1
+    static int proc(int cta, V2Role r, int warp = 0) { return cta * kV2ProcsPerCta + (r == V2Role::consumer ? 2 + warp : int(r)); }
+    std::string proc_name(int p) const;           // "CTA 9 (cluster 1 rank 1) consumer 3 (tile 1, odd)"
+    std::string describe(const V2Instr& in) const;  // "TAKE(chunk 4: unit 1 k-steps 0..13, slot 1 round 1)"
+    std::string bar_name(const V2BarRef& b) const;  // "recv[slot 2] of CTA 3"
+
+    // The tables (public: a test plants a bad plan by editing one, and the checks name what is wrong).
+    std::vector<V2Unit> units;            // a cluster's units consecutive, in the order it computes them
+    std::vector<int32_t> cluster_first;   // [clusters + 1]: cluster c's units are cluster_first[c] ..
+    std::vector<V2Ring> rings;            // [cta]
+    std::vector<int32_t> run_offset;      // [cta + 1]: byte offset of each CTA's run in the packed weight
+    std::vector<std::vector<V2Chunk>> chunks;  // [cta]: the CTA's stream, in order
+    std::vector<V2Partial> partials;      // by unit, owner, sender
+    std::vector<V2Recv> recvs;            // by unit, owner
+    std::vector<V2Free> frees;            // by unit, owner
+    std::vector<V2Barrier> barriers;      // [cluster][V2Point]
+    std::vector<std::vector<V2Instr>> programs;  // [process]
+
+    // What step i of process p waits for, in order (derived from the tables each call, so an edited
+    // table changes the waits as it would the kernel's).
+    std::vector<V2Wait> waits(int p, int i) const;
+    int barrier_index(int cluster, V2Point pt) const { return cluster * int(V2Point::count) + int(pt); }
+    // The units a CTA's cluster computes, by index in the cluster (the receive slot of unit u is
+    // (u − cluster_first) mod recv_slots).
+    int unit_in_cluster(int unit) const { return unit - cluster_first[size_t(units[size_t(unit)].cluster)]; }
+
+    // The plan's checks (plan_v2_checks.cpp): each problem names its check and what is wrong; empty: sound.
+    struct Problem {
+        std::string check, what;
+    };
+    std::vector<Problem> problems() const;
+    static const std::vector<std::string>& check_names();  // every check, in the order problems() runs them
+
+    // The flat table the device reads (plan_v2_flat.cpp, docs/plan.md): int32 words, read_v2_header
+    // checks a buffer's header against its length.
+    std::vector<int32_t> serialize() const;
+    // The weight as the device streams it: each CTA's run (run_offset), its chunks in order, each
+    // chunk [k-step][tile] of 512-byte tiles in A-fragment order (v2_fragment_element).
+    std::vector<uint16_t> pack_weight(const std::vector<uint16_t>& in_proj_w) const;
+    // The plan as JSON (monokda plan --kernel v2), every table and every process's program.
+    std::string to_json() const;
+
+private:
+    void deal_units();
+    void lay_streams();
+    void lay_buffers();
+    void write_programs();
+    Config cfg_;
+    PlanV2Params params_;
+};
+
+// Element e (0..7) of lane `lane`'s m16n8k16 A fragment, as (row, column) of the 16 × 16 tile: lane
+// 4g + c holds rows g and g + 8 of columns 2c, 2c + 1, 2c + 8 and 2c + 9 (the packed weight's order).
+inline void v2_fragment_element(int lane, int e, int& row, int& col) {
+    const int g = lane / 4, c = lane % 4;
+    row = g + ((e >> 1) & 1) * 8;
+    col = 2 * c + (e & 1) + ((e >> 2) & 1) * 8;
+}
+
+// The flat table's header (int32 words); layout in docs/plan.md.
+struct PlanV2Header {
+    int32_t magic, version;
+    int32_t ranks, clusters, ctas, n_units, S, n_tiles, D, N;
+    int32_t chunk_ksteps, ring_depth, in_flight, recv_slots, partial_bytes;
+    int32_t n_chunks, n_partials, n_recvs, n_frees, n_barriers, n_instrs;
+    int32_t total_words;
+};
+constexpr int32_t kPlanV2Magic = 0x32504b4d;  // "MKP2"
+constexpr int32_t kPlanV2Version = 1;
+PlanV2Header read_v2_header(const std::vector<int32_t>& words);  // BadInput on a malformed buffer
+
+}  // namespace monokda

@@ -1,0 +1,101 @@
+// Kernel v2's plan checks (core/plan_v2_checks.cpp): the built plans are sound, and each check is
+// the only one that fires on a bad plan planted for it (one table edited as a wrong builder would),
+// naming what is wrong. Every check has its plant here.
+#include <doctest/doctest.h>
+
+#include <functional>
+#include <set>
+
+#include "core/plan_v2.hpp"
+
+using namespace monokda;
+
+namespace {
+
+PlanV2 small_plan() {
+    Config c = Config::preset("small");
+    c.R = 2, c.L = 4, c.slots = c.S() + 1;
+    return PlanV2::build(c, PlanV2Params::for_config(c));
+}
+
+// the receive entry of (cluster 0, unit, owner)
+size_t recv_of(const PlanV2& p, int unit, int owner) {
+    for (size_t e = 0; e < p.recvs.size(); ++e)
+        if (p.recvs[e].unit == unit && p.recvs[e].owner == owner) return e;
+    FAIL("no receive entry");
+    return 0;
+}
+
+struct Plant {
+    const char* check;
+    const char* names;  // a fragment the problem's text must hold
+    std::function<void(PlanV2&)> edit;
+};
+
+const std::vector<Plant>& plants() {
+    static const std::vector<Plant> list = {
+        // a tile's rows moved onto another's (its owners moved with it): rows 0..15 in no unit, 16..31 in two
+        {"units_cover_rows", "in_proj rows 0..15 are in 0 units",
+         [](PlanV2& p) {
+             p.units[0].row0[0] = 16;
+             p.recvs[recv_of(p, 0, 0)].row0 = 16;
+             p.recvs[recv_of(p, 0, 1)].row0 = 24;
+         }},
+        {"chunks_contiguous", "CTA 3 chunk 1 starts at byte", [](PlanV2& p) { p.chunks[3][1].offset += 512; }},
+        {"chunks_match_units", "CTA 3 chunk 1 is unit 1 k-step 1", [](PlanV2& p) { p.chunks[3][1].kstep0 = 1; }},
+        {"ring_depth", "CTA 0's in-flight cap 3", [](PlanV2& p) { p.rings[0].in_flight = 3; }},
+        {"chunk_slots", "CTA 2 chunk 2 is in slot 1 round 1", [](PlanV2& p) { p.chunks[2][2].slot = 1; }},
+        {"ring_arrivals", "its empty barrier counts 7", [](PlanV2& p) { p.rings[5].consumers = 7; }},
+        // the owner's barrier armed one partial short (as the emulator's publish_before_last_partial fault)
+        {"recv_bytes", "completes on 1792 bytes; its senders send 2048",
+         [](PlanV2& p) { p.recvs[0].bytes -= p.partial_bytes(); }},
+        {"recv_senders", "has partials from 7 of 8 ranks", [](PlanV2& p) {
+             p.partials[1].sender = 0;  // rank 1's SEND now names a partial of rank 0
+         }},
+        {"owners_publish_rows", "publishes rows 8..; owner rank 0 of unit 0 owns 0..", [](PlanV2& p) { p.recvs[0].row0 = 8; }},
+        {"recv_slot_rounds", "round 2 armed by", [](PlanV2& p) { p.recvs[recv_of(p, 2, 0)].round = 2; }},
+        {"free_counts", "arrive 9 times on each free barrier", [](PlanV2& p) { p.frees[0].count += 1; }},
+        // cluster 0's entry barrier a CTA barrier (as the emulator's missing_cluster_barrier fault)
+        {"cluster_barriers", "the entry barrier of cluster 0 has CTA scope", [](PlanV2& p) { p.barriers[0].scope = 1; }},
+        {"smem_fits", "CTA 4 needs", [](PlanV2& p) { p.rings[4].slot_bytes = 240 * 1024; }},
+    };
+    return list;
+}
+
+}  // namespace
+
+TEST_CASE("the built plans are sound") {
+    CHECK(small_plan().problems().empty());
+    Config c = Config::preset("k3");
+    for (int L : {1, 4, 8}) {
+        c.R = 2, c.L = L, c.slots = c.S() + 1;
+        const auto probs = PlanV2::build(c, PlanV2Params::for_config(c)).problems();
+        CAPTURE(L);
+        CHECK_MESSAGE(probs.empty(), (probs.empty() ? "" : probs[0].check + ": " + probs[0].what));
+    }
+}
+
+TEST_CASE("each check alone fires on its planted bad plan, and names the problem") {
+    std::set<std::string> planted;
+    for (const Plant& pl : plants()) {
+        CAPTURE(pl.check);
+        planted.insert(pl.check);
+        PlanV2 p = small_plan();
+        pl.edit(p);
+        const auto probs = p.problems();
+        REQUIRE(!probs.empty());
+        std::set<std::string> fired;
+        bool named = false;
+        std::string all;
+        for (const auto& x : probs) {
+            fired.insert(x.check);
+            named |= x.check == pl.check && x.what.find(pl.names) != std::string::npos;
+            all += "\n  " + x.check + ": " + x.what;
+        }
+        INFO("problems:", all);
+        CHECK(fired == std::set<std::string>{pl.check});
+        CHECK(named);
+    }
+    // every check has its plant
+    CHECK(planted == std::set<std::string>(PlanV2::check_names().begin(), PlanV2::check_names().end()));
+}
