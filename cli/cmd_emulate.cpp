@@ -1,10 +1,13 @@
 // `monokda emulate`: the emulator's command line (fixture, plan, schedule, faults, residency, envelope)
-// and its report, timeline, trace and replay token (docs/emulator.md).
+// and its report, timeline, trace and replay token (docs/emulator.md); --kernel v2 runs kernel v2's
+// in_proj plan instead (cli/cmd_emulate_v2.cpp).
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <iostream>
 #include <map>
 
+#include "cli/cmd_emulate_v2.hpp"
 #include "cli/options.hpp"
 #include "core/progress.hpp"
 #include "core/input_file.hpp"
@@ -34,7 +37,7 @@ namespace {
 // The command line's values, as parsed (EmulateOptions is built from them by emulate_options).
 struct EmulateArgs {
     std::string fixture, config, schedule, inject, detectors_off, timeline, trace, out, env_out, env_in, replay, gemv,
-        plan_file;
+        plan_file, kernel;
     int R = 0, L = 0, nb = 0, blocks = 0, resident = 0, steps = 0, orders = 0, sweep = 0, teams = 0;
     uint64_t seed = 0, fseed = 0;
 };
@@ -80,12 +83,14 @@ po::options_description emulate_option_list(EmulateArgs& a) {
          "there is one, else 8 for k3-sized fixtures, 12 otherwise)")
         ("no-envelope", "skip the envelope check")
         ("sweep", po::value(&a.sweep)->default_value(0), "run N schedules (alternately random and pct, seeds SEED..) and summarise")
-        ("replay", po::value(&a.replay), "re-run the run a report's replay token names");
+        ("replay", po::value(&a.replay), "re-run the run a report's replay token names")
+        ("kernel", po::value(&a.kernel)->default_value("v1"),
+         "the kernel whose plan runs: v1 | v2 (kernel v2's in_proj, core/plan_v2.hpp: clusters, rings, cluster buffers)");
     return opts;
 }
 
 void list_faults(std::ostream& os) {
-    for (const auto& f : fault_list()) os << f.name << std::string(24 - std::string(f.name).size(), ' ') << f.what << "\n";
+    for (const auto& f : fault_list()) os << f.name << std::string(size_t(std::max(2, 30 - int(std::string(f.name).size()))), ' ') << f.what << "\n";
 }
 
 void list_detectors(std::ostream& os) {
@@ -258,7 +263,9 @@ int cmd_emulate(const Args& args) {
                     "[--blocks N] [--gemv-bands auto|spec|every] [--schedule random|pct|rr|delay:ROLE|delay:cta:N] [--seed S] "
                     "[--resident N] [--steps K] [--amd] [--kda-teams N] [--inject NAME] [--list-faults] [--detectors-off LIST] "
                     "[--list-detectors] [--timeline F] [--trace F] [-o OUT] [--envelope-out F] [--envelope-in F] "
-                    "[--envelope-orders N] [--no-envelope] [--sweep N] [--replay TOKEN]",
+                    "[--envelope-orders N] [--no-envelope] [--sweep N] [--replay TOKEN]\n"
+                    "       monokda emulate --kernel v2 [FIXTURE] [--config k3|small] [--R 2] [--L 4] [--nb 4] [--fixture-seed 1] "
+                    "[--schedule random|pct|rr|delay:cta:N] [--seed S] [--inject NAME] [--detectors-off LIST] [--sweep N]",
                     opts, pos, vm))
         return 0;
     if (vm.count("list-faults")) {
@@ -269,11 +276,14 @@ int cmd_emulate(const Args& args) {
         list_detectors(std::cout);
         return 0;
     }
+    if (a.kernel != "v1" && a.kernel != "v2") bad_input("--kernel must be v1 or v2 (got '" + a.kernel + "')");
+    if (a.kernel == "v2") return emulate_v2(vm);
     // every output path checked before any work; the outputs are written at the end, as one set
     check_outputs({{"-o", a.out}, {"--timeline", a.timeline}, {"--trace", a.trace}, {"--envelope-out", a.env_out}},
                   {{"FIXTURE", a.fixture}, {"--envelope-in", a.env_in}, {"--plan", a.plan_file}});
     if (!a.env_in.empty()) InputFile probe(a.env_in);  // a missing file or a folder: refused now, not after the fixture
     const EmulateOptions o = emulate_options(a, vm);
+    FaultHooks{o.fault}.require_kernel(1);  // a kernel v2 fault: refused before the fixture is built
 
     const auto t0 = std::chrono::steady_clock::now();
     Prepared prep = prepare(o, steps_for(o));

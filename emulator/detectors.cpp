@@ -20,6 +20,7 @@ const char* to_string(Verdict v) {
         case Verdict::POLL_BEHIND_LOADS: return "POLL_BEHIND_LOADS";
         case Verdict::WRONG_RESULT: return "WRONG_RESULT";
         case Verdict::OUT_OF_ENVELOPE: return "OUT_OF_ENVELOPE";
+        case Verdict::REUSE_BEFORE_FREE: return "REUSE_BEFORE_FREE";
     }
     return "?";
 }
@@ -59,6 +60,18 @@ const std::vector<DetectorInfo>& detector_list() {
         {D::envelope, "envelope", V::OUT_OF_ENVELOPE, "the outputs against the reduction-order envelope", Fault::none,
          "an envelope narrower than the plan's own order (outputs equal to the reference reach it only "
          "through the plan's order: any other fault that leaves it changes bits, which result names first)"},
+        {D::ring_slot_free, "ring_slot_free", V::REUSE_BEFORE_FREE,
+         "kernel v2: a bulk copy into a ring slot not ordered after every consumer's free of the chunk it held",
+         Fault::ring_refill_early, ""},
+        {D::recv_slot_free, "recv_slot_free", V::REUSE_BEFORE_FREE,
+         "kernel v2: a partial sent into a receive slot not ordered after its owner summed the slot's last use",
+         Fault::recv_slot_reused, ""},
+        {D::partials_landed, "partials_landed", V::VISIBILITY_FAULT,
+         "kernel v2: an owner sums a partial its receive barrier's phase did not count (not landed, or landed unordered)",
+         Fault::publish_before_last_partial, ""},
+        {D::barrier_init, "barrier_init", V::VISIBILITY_FAULT,
+         "kernel v2: an mbarrier used (a peer's st.async or arrive, a wait) not ordered after its initialisation",
+         Fault::missing_cluster_barrier, ""},
     };
     return list;
 }

@@ -24,6 +24,7 @@ enum class Verdict {
     POLL_BEHIND_LOADS,  // AMD in-order loads: a poll waits behind another task's weight loads
     WRONG_RESULT,       // outputs differ from the reference in the plan's reduction order
     OUT_OF_ENVELOPE,    // outputs outside the reduction-order envelope
+    REUSE_BEFORE_FREE,  // kernel v2: a ring slot or receive slot written again before its readers freed it
 };
 const char* to_string(Verdict v);
 
@@ -39,6 +40,11 @@ enum class Detector : uint8_t {
     watchdog,            // the step budget: no wait or instruction completes in watchdog_steps steps
     result,              // the outputs against the reference in the plan's order, bit for bit
     envelope,            // the outputs against the reduction-order envelope
+    // kernel v2 (emulator/v2/)
+    ring_slot_free,      // a copy into a ring slot not ordered after every consumer's free of its last chunk
+    recv_slot_free,      // a partial sent into a receive slot not ordered after its owner's sum of the slot's last use
+    partials_landed,     // an owner's sum of a partial not ordered after its st.async (not counted in the phase it waited)
+    barrier_init,        // an mbarrier touched (peer st.async or arrive, a wait) not ordered after its initialisation
     none,                // (MachineResult::detector of a run that passed)
 };
 

@@ -106,21 +106,21 @@ std::string plan_digest(const Plan& p) {
     return b;
 }
 
+StepInputs FixtureSpec::inputs() const {
+    if (!file.empty()) return StepInputs::from_file(read_safetensors(file));
+    Config c = Config::preset(preset);
+    c.R = R;
+    c.L = L;
+    c.nb = nb;
+    c.seed = seed;
+    return make_fixture(c);
+}
+
 Prepared prepare(const EmulateOptions& o, int steps) {
     Prepared p;
     p.fixture = o.fixture;
     auto t0 = std::chrono::steady_clock::now();
-    StepInputs fixture_in;
-    if (!o.fixture.file.empty()) {
-        fixture_in = StepInputs::from_file(read_safetensors(o.fixture.file));
-    } else {
-        Config c = Config::preset(o.fixture.preset);
-        c.R = o.fixture.R;
-        c.L = o.fixture.L;
-        c.nb = o.fixture.nb;
-        c.seed = o.fixture.seed;
-        fixture_in = make_fixture(c);
-    }
+    StepInputs fixture_in = o.fixture.inputs();
     p.seconds_fixture = since(t0);
     if (o.plan) {
         const Config &a = o.plan->config(), &b = fixture_in.cfg;

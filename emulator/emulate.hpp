@@ -25,6 +25,7 @@ struct FixtureSpec {
     int R = 2, L = 4, nb = 4;
     uint64_t seed = 1;
     std::string str() const;   // "k3.R2.L4.nb4.s1" or "file"
+    StepInputs inputs() const;  // the file read, or the preset's fixture generated
 };
 
 struct EmulateOptions {

@@ -45,6 +45,22 @@ const std::vector<FaultInfo>& fault_list() {
         {Fault::decay_fast_exp, "decay_fast_exp",
          "kda task (r 0, h 0, chunk 0) takes its state decay as exp2(gate log2 e), as a fast exp does, where the "
          "reference takes exp(gate): an ulp here and there, inside the envelope (only the bit comparison shows it)"},
+        {Fault::ring_refill_early, "ring_refill_early",
+         "(--kernel v2) CTA 0's producer refills ring slot 0 with the ring's first refill without waiting on its empty "
+         "barrier: consumers of the chunk before may still be reading it",
+         false, 2},
+        {Fault::publish_before_last_partial, "publish_before_last_partial",
+         "(--kernel v2) cluster 0's owner of unit 0's first rows arms its receive barrier for one partial fewer: it "
+         "sums and stores the rows before the last partial has landed",
+         false, 2},
+        {Fault::recv_slot_reused, "recv_slot_reused",
+         "(--kernel v2) CTA 1's tile-0 sender sends into a receive slot's second use without waiting on its free "
+         "barrier: its owners may not have summed the first",
+         false, 2},
+        {Fault::missing_cluster_barrier, "missing_cluster_barrier",
+         "(--kernel v2) cluster 0's entry barrier is a CTA barrier: a peer may send to an owner's barrier before "
+         "the owner has made it",
+         false, 2},
     };
     return list;
 }
@@ -111,13 +127,32 @@ Plan apply_plan_fault(const Plan& plan, Fault f) {
     return p;
 }
 
+PlanV2 apply_v2_plan_fault(const PlanV2& plan, Fault f) {
+    PlanV2 p = plan;
+    if (f == Fault::publish_before_last_partial) {
+        for (V2Recv& e : p.recvs)
+            if (e.unit == p.cluster_first[0] && e.owner == 0) e.bytes -= p.partial_bytes();
+    } else if (f == Fault::missing_cluster_barrier) {
+        p.barriers[size_t(p.barrier_index(0, V2Point::entry))].scope = 1;
+    }
+    return p;
+}
+
 // ---------------------------------------------------------------- launch
 int FaultHooks::launches(int steps) const { return std::max(steps, fault == Fault::epoch_by_value ? 2 : 1); }
 int FaultHooks::resident(int resident, int need) const { return fault == Fault::too_few_resident ? need - 1 : resident; }
 bool FaultHooks::amd_in_order_loads(bool asked) const {
     return asked || fault == Fault::poll_behind_loads || fault == Fault::kda_loads_at_start;
 }
+void FaultHooks::require_kernel(int kernel) const {
+    if (fault == Fault::none) return;
+    for (const auto& i : fault_list())
+        if (i.fault == fault && i.kernel != kernel)
+            bad_input(std::string("fault ") + i.name + " is planted in kernel v" + std::to_string(i.kernel) + "'s emulation" +
+                      (i.kernel == 2 ? " (monokda emulate --kernel v2)" : " (monokda emulate without --kernel v2)"));
+}
 void FaultHooks::require(const Config& cfg) const {
+    require_kernel(1);
     if (fault == Fault::wrong_accepted_window && cfg.L < 2) bad_input("fault wrong_accepted_window needs L >= 2");
 }
 
@@ -160,6 +195,14 @@ int FaultHooks::g1_share(int r, int h, int ch, int share) const {
 }
 bool FaultHooks::fast_exp_decay(int r, int h, int ch) const {
     return fault == Fault::decay_fast_exp && r == 0 && h == 0 && ch == 0;
+}
+
+// ---------------------------------------------------------------- kernel v2's roles
+bool FaultHooks::skips_empty_wait(int cta, int chunk, int depth) const {
+    return fault == Fault::ring_refill_early && cta == 0 && chunk == depth;
+}
+bool FaultHooks::skips_free_wait(int cta, int warp, int use) const {
+    return fault == Fault::recv_slot_reused && cta == 1 && warp == 0 && use == 1;
 }
 
 }  // namespace monokda::emu

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/plan.hpp"
+#include "core/plan_v2.hpp"
 
 namespace monokda::emu {
 
@@ -34,6 +35,11 @@ enum class Fault {
     g1_share_long,          // kda task (r 0, h 0, chunk 0) stores its g1 share one column long, into chunk 1's
     kda_loads_at_start,     // (AMD knob on) task (0, 0, 0)'s CTA issues its KDA_LOAD before its attn role
     decay_fast_exp,         // kda task (r 0, h 0, chunk 0) takes its decay as exp2(x log2 e), not exp(x)
+    // kernel v2's in_proj (emulator/v2/, monokda emulate --kernel v2), each caught by one detector
+    ring_refill_early,            // CTA 0's producer refills ring slot 0 without waiting for its consumers to free it
+    publish_before_last_partial,  // cluster 0's owner of unit 0's first rows arms its receive barrier one partial short
+    recv_slot_reused,             // CTA 1's tile-0 sender reuses a receive slot without waiting for its free barrier
+    missing_cluster_barrier,      // cluster 0's entry barrier is a CTA barrier: peers may touch barriers not yet made
 };
 
 struct FaultInfo {
@@ -42,6 +48,7 @@ struct FaultInfo {
     const char* what;
     // a race: only schedules whose store delays reorder its stores show it (the others pass, rightly)
     bool race = false;
+    int kernel = 1;  // the kernel whose emulation it is planted in: 1 (the plan of core/plan.hpp), 2 (core/plan_v2.hpp)
 };
 const std::vector<FaultInfo>& fault_list();
 const char* to_string(Fault f);
@@ -49,6 +56,9 @@ Fault parse_fault(const std::string& name);  // BadInput naming the known ones
 
 // Plan faults: the plan as the faulty kernel would run it (changes instruction data).
 Plan apply_plan_fault(const Plan& plan, Fault f);
+// Kernel v2's plan faults: the v2 plan with the fault's table edited (publish_before_last_partial,
+// missing_cluster_barrier), run unchecked; other faults leave it as it is.
+PlanV2 apply_v2_plan_fault(const PlanV2& plan, Fault f);
 
 // Launch and body faults: each hook returns what the clean kernel does unless its fault is planted.
 struct FaultHooks {
@@ -74,6 +84,11 @@ struct FaultHooks {
     int accepted(int r, int a, int L) const;             // wrong_accepted_window: the num_accepted a task uses
     int g1_share(int r, int h, int ch, int share) const; // g1_share_short, g1_share_long: columns of g1 a chunk stores
     bool fast_exp_decay(int r, int h, int ch) const;     // decay_fast_exp: the decay as exp2(gate log2 e)
+    // kernel v2's roles (emulator/v2/machine_v2.cpp)
+    bool skips_empty_wait(int cta, int chunk, int depth) const;  // ring_refill_early: the first refill of slot 0
+    bool skips_free_wait(int cta, int warp, int use) const;      // recv_slot_reused: the first reuse (use 1) of a slot
+    // BadInput where the fault is another kernel's (kernel: 1 or 2)
+    void require_kernel(int kernel) const;
 };
 
 }  // namespace monokda::emu

@@ -1,0 +1,138 @@
+// `monokda emulate --kernel v2` as a library (emulator/v2/emulate_v2.hpp): the prepared fixture, the
+// run of kernel v2's in_proj plan, its judgement and its report.
+#include "emulator/v2/emulate_v2.hpp"
+
+#include <chrono>
+#include <cstdio>
+
+#include "core/error.hpp"
+#include "reference/reference.hpp"
+
+namespace monokda::emu {
+
+namespace {
+
+double since(std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+std::string secs(double v) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%.3f", v);
+    return b;
+}
+
+// The first element of proj that differs from the reference, as the report names it ("" if none).
+std::string first_difference(const V2Prepared& p, const V2EmulateResult& r, std::vector<int>& named) {
+    const int N = p.plan.config().N;
+    size_t bad = 0, first = r.run.proj.size();
+    for (size_t i = 0; i < r.run.proj.size(); ++i)
+        if (r.run.proj[i].bits != p.ref_proj[i].bits) bad += 1, first = std::min(first, i);
+    if (!bad) return "";
+    const int s = int(first / size_t(N)), col = int(first % size_t(N)), e = r.run.writer[first];
+    std::string by = "no owner stored it";
+    if (e >= 0) {
+        const V2Recv& rv = r.plan.recvs[size_t(e)];
+        const int owner = r.plan.cta(r.plan.units[size_t(rv.unit)].cluster, rv.owner);
+        named.push_back(PlanV2::proc(owner, V2Role::reducer));
+        by = "stored by " + r.plan.proc_name(named.back()) + " REDUCE(unit " + std::to_string(rv.unit) + ")";
+    }
+    char v[96];
+    std::snprintf(v, sizeof v, "%.9g, the reference gives %.9g", double(r.run.proj[first].to_float()), double(p.ref_proj[first].to_float()));
+    return "proj[row " + std::to_string(s) + "][col " + std::to_string(col) + "] = " + v + " (" +
+           p.plan.reduction_order().at(Site::in_proj).str() + "); " + by + "; " + std::to_string(bad) + " of " +
+           std::to_string(r.run.proj.size()) + " elements differ";
+}
+
+}  // namespace
+
+V2Prepared prepare_v2(const V2EmulateOptions& o) {
+    V2Prepared p;
+    p.fixture = o.fixture;
+    auto t0 = std::chrono::steady_clock::now();
+    const StepInputs in = o.fixture.inputs();
+    p.seconds_fixture = since(t0);
+    p.plan = PlanV2::build(in.cfg, PlanV2Params::for_config(in.cfg));
+    t0 = std::chrono::steady_clock::now();
+    std::vector<bf16> prefix_out, blocks;
+    ref::attnres<float>(in, ReductionOrder{}, prefix_out, blocks, p.x);  // the x kernel v2's in_proj is fed
+    p.ref_proj = ref::in_proj<float>(in, p.plan.reduction_order(), p.x);
+    p.seconds_reference = since(t0);
+    std::vector<uint16_t> w(in.in_proj_w.size());
+    for (size_t i = 0; i < w.size(); ++i) w[i] = in.in_proj_w[i].bits;
+    p.packed = p.plan.pack_weight(w);
+    return p;
+}
+
+std::string v2_replay(const V2EmulateOptions& o) {
+    const FixtureSpec& f = o.fixture;
+    std::string s = "monokda emulate --kernel v2" +
+                    (f.file.empty() ? " --config " + f.preset + " --R " + std::to_string(f.R) + " --L " + std::to_string(f.L) +
+                                          " --nb " + std::to_string(f.nb) + " --fixture-seed " + std::to_string(f.seed)
+                                    : " " + f.file) +
+                    " --schedule " + o.schedule.str() + " --seed " + std::to_string(o.schedule.seed);
+    if (o.fault != Fault::none) s += std::string(" --inject ") + to_string(o.fault);
+    if (!o.detectors.all()) s += " --detectors-off " + o.detectors.off_str();
+    return s;
+}
+
+V2EmulateResult emulate_v2(const V2Prepared& prep, const V2EmulateOptions& o) {
+    FaultHooks{o.fault}.require_kernel(2);
+    V2EmulateResult r;
+    r.plan = apply_v2_plan_fault(prep.plan, o.fault);
+    V2MachineOptions mo;
+    mo.schedule = o.schedule;
+    mo.fault = o.fault;
+    mo.detectors = o.detectors;
+    mo.watchdog_steps = o.watchdog_steps;
+    auto t0 = std::chrono::steady_clock::now();
+    r.run = run_v2_machine(r.plan, prep.x, prep.packed, mo);
+    r.seconds_run = since(t0);
+    r.verdict = r.run.verdict;
+    const std::string order = prep.plan.reduction_order().at(Site::in_proj).str();
+    std::string results;
+    if (r.verdict == Verdict::PASS && o.detectors.has(Detector::result)) {
+        std::vector<int> named;
+        const std::string diff = first_difference(prep, r, named);
+        if (diff.empty()) {
+            results = "proj: bit-identical to the reference in in_proj=" + order + " (" + std::to_string(r.run.proj.size()) + " elements)\n";
+        } else {
+            r.verdict = Verdict::WRONG_RESULT;
+            r.run.detector = Detector::result;
+            r.run.detail = diff;
+            r.run.named = named;
+        }
+    } else if (r.verdict == Verdict::PASS) {
+        results = "proj: not compared with the reference (detector result off)\n";
+    }
+    r.problems = r.plan.problems();
+
+    const PlanV2& p = r.plan;
+    const PlanV2Params& pp = p.params();
+    std::string s = "emulate --kernel v2: fixture " + prep.fixture.str() + " (S " + std::to_string(p.config().S()) +
+                    "), in_proj on " + std::to_string(pp.clusters) + " clusters of " + std::to_string(pp.ranks) + " (" +
+                    std::to_string(p.ctas()) + " CTAs), " + std::to_string(p.units.size()) + " units, rings of " +
+                    std::to_string(pp.ring_depth) + " x " + std::to_string(p.rings[0].slot_bytes) + " bytes (" +
+                    std::to_string(pp.in_flight) + " in flight), " + std::to_string(pp.recv_slots) + " receive slots\n";
+    s += "prepared: fixture " + secs(prep.seconds_fixture) + " s, x and the reference proj in in_proj=" + order + " " +
+         secs(prep.seconds_reference) + " s\n";
+    s += "schedule " + o.schedule.str() + " seed " + std::to_string(o.schedule.seed) + ", fault " + to_string(o.fault) +
+         (o.detectors.all() ? "" : ", detectors off: " + o.detectors.off_str()) + "\n";
+    s += "run: " + std::to_string(p.processes()) + " role instances, " + std::to_string(r.run.sched_steps) + " scheduler steps, " +
+         std::to_string(r.run.ticks) + " ticks, " + secs(r.seconds_run) + " s" +
+         (r.run.finished ? "; every role ran to its end\n" : "; stopped\n");
+    s += results;
+    s += r.problems.empty() ? "plan checks: all " + std::to_string(PlanV2::check_names().size()) + " pass\n"
+                            : "plan checks: " + std::to_string(r.problems.size()) + " problem(s); first: " + r.problems[0].check +
+                                  ": " + r.problems[0].what + "\n";
+    s += std::string("VERDICT: ") + to_string(r.verdict) + "\n";
+    if (r.run.detector != Detector::none) {
+        s += std::string("caught by: ") + to_string(r.run.detector) + " (" + info(r.run.detector).what + ")\n" + r.run.detail + "\n";
+        if (!r.run.history.empty()) s += "last events:\n" + r.run.history;
+    }
+    s += "replay: " + v2_replay(o) + "\n";
+    r.report = s;
+    return r;
+}
+
+}  // namespace monokda::emu

@@ -1,0 +1,136 @@
+// Kernel v2's machine (emulator/v2/machine_v2.hpp), shared by the two files that define it:
+// machine_v2.cpp (the mbarrier model, landings, the loop, hangs, history) and roles_v2.cpp (each
+// step of the producer, the consumers and the reducer, with the detectors' checks where they act).
+#pragma once
+#include <memory>
+#include <queue>
+#include <string>
+#include <vector>
+
+#include "emulator/v2/machine_v2.hpp"
+
+namespace monokda::emu::v2detail {
+
+// An mbarrier (a CTA's full, empty, recv, free), a tile pair's named barrier or a cluster barrier:
+// `count` arrivals and a byte count complete a phase; a wait is for the parity of a round.
+struct MBar {
+    bool made = false;          // initialised (INIT; named and cluster barriers are the hardware's: from the start)
+    int count = 0, pending = 0;
+    int64_t tx = 0;
+    uint32_t completed = 0;     // phases completed
+    int init_proc = -1;         // the cluster-local process that made it, and its clock component then
+    uint32_t init_clock = 0;
+    std::vector<uint32_t> acc, done;  // clocks: joined over this phase's arrivals; of the last completed phase
+    int64_t version = 0;        // bumped on every change a waiter could see
+    int lost = 0;               // arrivals and byte counts that reached it before it was made
+};
+
+struct Proc {
+    size_t pc = 0;
+    int sub = 0;                 // the step's stage (a wait passed, an arrive made)
+    bool done = false, blocked = false;
+    const MBar* on = nullptr;    // blocked on, at version on_version
+    int64_t on_version = 0;
+    int self = 0;                // index among the cluster's processes (its vector-clock component)
+    std::vector<uint32_t> vc;
+    std::vector<float> acc;      // a consumer's sums: [16 rows][S]
+};
+
+struct RingSlot {
+    std::vector<uint16_t> bytes;
+    int32_t chunk = -1;                 // the chunk that landed last
+    std::vector<int32_t> freed;         // per consumer warp: the last chunk it freed from this slot
+    std::vector<uint32_t> free_clock;   // the warp's clock component at that free
+};
+
+// One sender's part of an owner's receive slot: [8 rows][S] fp32.
+struct Region {
+    std::vector<float> data;
+    int32_t issued = -1, landed = -1, read = -1;  // units: last sent into it, last landed, last summed by the owner
+    uint32_t landed_clock = 0, read_clock = 0;    // the sender's clock at the landed send; the reducer's at its sum
+    std::vector<uint32_t> landed_vc;              // the landed send's whole clock (for the report only)
+};
+
+struct CtaState {
+    std::vector<MBar> full, empty, recv, free, pair;
+    std::vector<RingSlot> ring;
+    std::vector<std::vector<Region>> regions;  // [recv slot][sender rank]
+    std::vector<std::vector<float>> red;       // [tile]: the odd warp's sums handed to the even one
+};
+
+struct Landing {
+    int64_t at, seq;
+    enum Kind { copy, partial, arrive } kind;
+    int a, b;                    // copy: cta, chunk; partial: partial index; arrive: free entry, target rank
+    std::vector<uint32_t> vc;    // the issuer's clock
+    std::vector<float> data;     // partial: [8][S]
+    int proc;
+    bool operator>(const Landing& o) const { return at != o.at ? at > o.at : seq > o.seq; }
+};
+
+struct Stop {};
+
+struct Hist { int64_t tick; int32_t proc, pc; char what; };
+
+class Machine {
+public:
+    Machine(const PlanV2& p, const std::vector<bf16>& x, const std::vector<uint16_t>& packed, const V2MachineOptions& o,
+            V2MachineResult& r);
+    void run();
+
+private:
+    // machine_v2.cpp
+    MBar& bar(const V2BarRef& b, int p);
+    void make(MBar& b, int count, int p);
+    void arrive(MBar& b, int count, const std::vector<uint32_t>& vc);
+    void expect(MBar& b, int64_t bytes);
+    void complete_tx(MBar& b, int64_t bytes, const std::vector<uint32_t>& vc);
+    void check_made(const MBar& b, int p, const std::string& what);
+    bool await(int p, const V2Wait& w);
+    void tick(int p) { ++procs_[size_t(p)].vc[size_t(procs_[size_t(p)].self)]; }
+    int64_t delay(int p, bool load);
+    void schedule(Landing l);
+    void land(const Landing& l);
+    [[noreturn]] void fail(Detector d, const std::string& detail, const std::vector<int>& named);
+    [[noreturn]] void hang();
+    std::string history() const;
+    void log(int p, char what) {
+        hist_[size_t(hist_at_++ % hist_.size())] = {now_, int32_t(p), int32_t(procs_[size_t(p)].pc), what};
+    }
+    bool on(Detector d) const { return opt_.detectors.has(d); }
+    int local(int p) const { return p % (plan_.params().ranks * kV2ProcsPerCta); }  // within its cluster
+    int first_proc(int cluster) const { return cluster * plan_.params().ranks * kV2ProcsPerCta; }
+    // roles_v2.cpp
+    bool step(int p);  // true: the process completed a step of its program
+    bool copy(int p, const V2Instr& in);
+    bool take(int p, const V2Instr& in);
+    void free_chunk(int p, const V2Instr& in);
+    bool sync(int p, const V2Instr& in);
+    bool pair(int p, const V2Instr& in);
+    bool send(int p, const V2Instr& in);
+    bool reduce(int p, const V2Instr& in);
+    void release(int p, const V2Instr& in);
+    void init(int p);
+    void products(int p, const V2Chunk& ch, const RingSlot& slot);
+
+    const PlanV2& plan_;
+    const V2MachineOptions& opt_;
+    V2MachineResult& res_;
+    FaultHooks hooks_;
+    const int S_, R_, L_;  // rows of x, ranks, processes a cluster
+    std::vector<float> x_;  // [S][D]
+    const std::vector<uint16_t>& packed_;
+    std::vector<Proc> procs_;
+    std::vector<CtaState> ctas_;
+    std::vector<std::vector<MBar>> cbar_;  // [barrier][instance]: one a cluster, or one a CTA (scope 1)
+    std::vector<std::vector<std::vector<V2Wait>>> waits_;  // [process][step]
+    std::vector<std::vector<int32_t>> armed_by_;           // [receive entry]: the entries its REDUCE arms
+    std::priority_queue<Landing, std::vector<Landing>, std::greater<Landing>> landings_;
+    std::unique_ptr<Scheduler> sched_;
+    bool delay_cta_ = false;
+    int64_t now_ = 0, seq_ = 0, last_progress_ = 0;
+    std::vector<Hist> hist_ = std::vector<Hist>(48);
+    size_t hist_at_ = 0;
+};
+
+}  // namespace monokda::emu::v2detail

@@ -1,0 +1,155 @@
+// Kernel v2's in_proj in the emulator (emulator/v2/): the clean plan passes under every schedule kind,
+// its proj equal bit for bit to the reference in the plan's order (in_proj=cluster:8, computed by
+// reference/ on its own) and to itself across schedules, and not to the other orders; the production
+// shape at S = 1, 8 and 64; and the machine's own stops, each on a planted defect: a hang
+// (a copy dropped), the step budget, a wrong weight byte.
+#include <doctest/doctest.h>
+
+#include "core/fixture_gen.hpp"
+#include "emu_util.hpp"
+#include "emulator/v2/emulate_v2.hpp"
+
+using namespace monokda;
+using namespace monokda::emu;
+using namespace monokda::emu::test;
+
+namespace {
+
+V2EmulateOptions v2_options(const char* preset, int R = 2, int L = 4) {
+    V2EmulateOptions o;
+    o.fixture.preset = preset;
+    o.fixture.R = R;
+    o.fixture.L = L;
+    return o;
+}
+
+const V2Prepared& small_v2() {
+    static const V2Prepared p = prepare_v2(v2_options("small"));
+    return p;
+}
+
+std::vector<Schedule> v2_schedules() {
+    std::vector<Schedule> s;
+    for (const char* k : {"random", "pct", "pct:6"})
+        for (uint64_t seed = 1; seed <= 4; ++seed) {
+            Schedule x = Schedule::parse(k);
+            x.seed = seed;
+            s.push_back(x);
+        }
+    for (const char* k : {"rr", "delay:cta:0", "delay:cta:9", "delay:cta:15"}) s.push_back(Schedule::parse(k));
+    return s;
+}
+
+}  // namespace
+
+TEST_CASE("kernel v2's clean small plan passes under every schedule, proj bit-identical to the reference in its order") {
+    const V2Prepared& p = small_v2();
+    std::vector<bf16> first;
+    for (const Schedule& s : v2_schedules()) {
+        V2EmulateOptions o = v2_options("small");
+        o.schedule = s;
+        const V2EmulateResult r = emulate_v2(p, o);
+        INFO(s.str(), " seed ", s.seed, "\n", r.report);
+        CHECK(r.verdict == Verdict::PASS);
+        CHECK(r.run.finished);
+        CHECK(r.problems.empty());
+        CHECK(same_bits(r.run.proj, p.ref_proj));
+        if (first.empty()) first = r.run.proj;
+        CHECK(same_bits(r.run.proj, first));
+        CHECK(contains(r.report, "proj: bit-identical to the reference in in_proj=cluster:8"));
+    }
+}
+
+TEST_CASE("the emulated proj is the cluster order's: other orders of the same sums give other bits") {
+    // the reference in sequential and split:8 orders differs from the cluster order somewhere at the
+    // production shape; the emulated proj follows the cluster order there
+    const V2Prepared p = prepare_v2(v2_options("k3"));
+    Config c = Config::preset("k3");
+    c.R = 2, c.L = 4, c.seed = 1;
+    const StepInputs in = make_fixture(c);
+    for (const char* other : {"sequential", "split:8"}) {
+        CAPTURE(other);
+        const std::vector<bf16> ref = ref::in_proj<float>(in, ReductionOrder::parse(other), p.x);
+        CHECK(!same_bits(ref, p.ref_proj));
+    }
+    const V2EmulateResult r = emulate_v2(p, v2_options("k3"));
+    INFO(r.report);
+    CHECK(r.verdict == Verdict::PASS);
+    CHECK(same_bits(r.run.proj, p.ref_proj));
+}
+
+TEST_CASE("the production plan at S = 1 and 64 passes, with every role run to its end") {
+    for (const auto& shape : std::vector<std::pair<int, int>>{{1, 1}, {8, 8}}) {
+        const int R = shape.first, L = shape.second;
+        CAPTURE(R);
+        CAPTURE(L);
+        V2EmulateOptions o = v2_options("k3", R, L);
+        o.schedule = Schedule::parse("pct");
+        const V2Prepared p = prepare_v2(o);
+        const V2EmulateResult r = emulate_v2(p, o);
+        INFO(r.report);
+        CHECK(r.verdict == Verdict::PASS);
+        CHECK(contains(r.report, "in_proj on 15 clusters of 8 (120 CTAs), 105 units"));
+        CHECK(r.run.proj.size() == size_t(R * L) * 6288);
+    }
+}
+
+TEST_CASE("a copy dropped from a producer's program: a hang, its blocked consumers named with the barrier they wait on") {
+    const V2Prepared& base = small_v2();
+    V2Prepared p = base;
+    auto& prog = p.plan.programs[size_t(PlanV2::proc(3, V2Role::producer))];
+    prog.erase(prog.begin() + 3);  // COPY(chunk 1) of CTA 3
+    for (const char* s : {"random", "pct", "rr"}) {
+        V2EmulateOptions o = v2_options("small");
+        o.schedule = Schedule::parse(s);
+        const V2EmulateResult r = emulate_v2(p, o);
+        INFO(r.report);
+        CHECK(r.verdict == Verdict::DEADLOCK);
+        CHECK(r.run.detector == Detector::deadlock);
+        CHECK(contains(r.run.detail, "CTA 3 (cluster 0 rank 3) consumer 0 (tile 0, even k-steps) TAKE(chunk 1) waits for full[slot 1] of CTA 3 round 0"));
+        CHECK(contains(r.run.detail, "0 phases completed, 1 arrivals and 0 bytes pending"));
+        CHECK(std::find(r.run.named.begin(), r.run.named.end(), PlanV2::proc(3, V2Role::consumer, 0)) != r.run.named.end());
+        // with the deadlock detector off the run still ends: the watchdog names it
+        o.detectors = DetectorSet{}.without(Detector::deadlock);
+        const V2EmulateResult off = emulate_v2(p, o);
+        CHECK(off.run.detector == Detector::watchdog);
+        CHECK(off.verdict == Verdict::LIVELOCK);
+    }
+}
+
+TEST_CASE("the step budget: a watchdog below what the clean plan needs stops it") {
+    V2EmulateOptions o = v2_options("small");
+    o.watchdog_steps = 3;
+    o.schedule = Schedule::parse("pct");
+    const V2EmulateResult r = emulate_v2(small_v2(), o);
+    CHECK(r.verdict == Verdict::LIVELOCK);
+    CHECK(r.run.detector == Detector::watchdog);
+}
+
+TEST_CASE("one wrong weight element: WRONG_RESULT at the rows it feeds, naming their owner's REDUCE") {
+    V2Prepared p = small_v2();
+    // the run's first element: CTA 0's first chunk, unit 0's tile 0, k-step 0, lane 0's first element:
+    // in_proj row 0, column 0
+    p.packed[0] ^= 0x0100;
+    const V2EmulateResult r = emulate_v2(p, v2_options("small"));
+    INFO(r.report);
+    CHECK(r.verdict == Verdict::WRONG_RESULT);
+    CHECK(r.run.detector == Detector::result);
+    CHECK(contains(r.run.detail, "[col 0] = "));
+    CHECK(contains(r.run.detail, "stored by CTA 0 (cluster 0 rank 0) reducer REDUCE(unit 0)"));
+    CHECK(r.run.named == std::vector<int>{PlanV2::proc(0, V2Role::reducer)});
+    V2EmulateOptions off = v2_options("small");
+    off.detectors = DetectorSet{}.without(Detector::result);
+    CHECK(emulate_v2(p, off).verdict == Verdict::PASS);
+}
+
+TEST_CASE("kernel v2 refuses what it does not model: kernel v1's faults and role delays") {
+    V2EmulateOptions o = v2_options("small");
+    o.fault = Fault::missing_xrdy;
+    CHECK_THROWS_AS(emulate_v2(small_v2(), o), BadInput);
+    o.fault = Fault::none;
+    o.schedule = Schedule::parse("delay:gemv");
+    CHECK_THROWS_AS(emulate_v2(small_v2(), o), BadInput);
+    o.schedule = Schedule::parse("delay:cta:16");
+    CHECK_THROWS_AS(emulate_v2(small_v2(), o), BadInput);
+}
