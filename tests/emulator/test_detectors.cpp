@@ -93,7 +93,7 @@ TEST_CASE("the detector list: a detector for every verdict, names that parse bac
     }
     for (Verdict v : {Verdict::DEADLOCK, Verdict::LIVELOCK, Verdict::STALE_READ, Verdict::VISIBILITY_FAULT,
                       Verdict::WRITE_CONFLICT, Verdict::WRONG_SPLIT, Verdict::POLL_BEHIND_LOADS, Verdict::WRONG_RESULT,
-                      Verdict::OUT_OF_ENVELOPE}) {
+                      Verdict::OUT_OF_ENVELOPE, Verdict::REUSE_BEFORE_FREE}) {
         bool some = false;
         for (const DetectorInfo& d : detector_list()) some |= d.verdict == v;
         CHECK_MESSAGE(some, std::string(to_string(v)));
