@@ -7,6 +7,7 @@
 
 #include "bench/probes/probe_wait.hpp"
 #include "bench/probes/v2_inproj_host.hpp"
+#include "bench/probes/v2_seam.cuh"
 
 #include <cstdint>
 
@@ -14,7 +15,7 @@ namespace monokda::probe::v2 {
 
 using namespace monokda::gpu;
 
-constexpr int kThreads = 384;  // warp 0 producer, warp 1 reducer, warps 2-3 spare, warps 4-11 consumers
+constexpr int kThreads = 384;  // warp 0 producer, warp 1 reducer, warps 2-3 spare (the seam's), warps 4-11 consumers
 constexpr int kConsumers = 8, kFirstConsumer = 4;
 constexpr int kXStride = kSliceCols + 8;  // x row in shared memory (bf16): 16-byte rows, no bank conflicts
 constexpr int kMaxStages = 16, kMaxSlots = 4, kMaxUnits = 128;
@@ -49,6 +50,8 @@ struct Args {
                                   // math); 3 in_proj's products without the partials' hand-offs (no sends, no reducer);
                                   // 4 as 2 with x staged first
     unsigned long long x_delay_ns;
+    int seam;                     // x computed by the seam (v2_seam.cuh) from the step's inputs, not loaded
+    SeamArgs sa;
     __device__ bool ready(uint64_t* bar, uint32_t parity) const {  // this CTA's barrier, completed in this CTA
         return poll == 1 ? mbar_test_wait(bar, parity) : poll == 2 ? mbar_try_wait_hint(bar, parity, 32) : mbar_try_wait(bar, parity);
     }
@@ -229,7 +232,7 @@ __device__ void consume(const Cta& k, int cw, int lane) {
     const Args& a = k.a;
     const int m = cw / 2, half = cw % 2, compute = k.compute;
     const uint16_t* xs = reinterpret_cast<const uint16_t*>(k.smem + k.L.x);
-    if (compute == 1 || compute >= 3) stage_x<NT>(k);
+    if ((compute == 1 || compute >= 3) && !a.seam) stage_x<NT>(k);
     int slot = 0, seen = 0;
     uint32_t phase = 0;
     auto take = [&] {  // wait for the next chunk: its address
@@ -315,6 +318,7 @@ __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(kThreads, 1) in
     static_assert(kKSteps % KQ == 0 && KQ % 2 == 0, "a unit is whole chunks, each split evenly by parity");
     extern __shared__ __align__(1024) unsigned char smem[];
     __shared__ uint64_t full[kMaxStages], empty[kMaxStages], recv_bar[kMaxSlots], free_bar[kMaxSlots];
+    __shared__ SeamBars seam_bars;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int rank = int(cluster_rank()), cl = int(cluster_id()), cta = cl * kRanks + rank;
     const Cta k{a, Smem::layout(NT, KQ * 4 * kTileBytes, a.stages, a.slots), smem, full, empty, recv_bar, free_bar, rank,
@@ -328,6 +332,7 @@ __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(kThreads, 1) in
         k.st[kEntry] = k.t0, k.st[kSm] = sm_id();
         for (int s = 0; s < a.stages; ++s) mbar_init(&full[s], 1), mbar_init(&empty[s], kConsumers);
         for (int s = 0; s < a.slots; ++s) mbar_init(&recv_bar[s], 1), mbar_init(&free_bar[s], kRanks);
+        if (a.seam) seam_arm(seam_bars, a.S, a.sa.nb, rank);
         mbar_init_fence();
         // the ring's barriers are this CTA's own: its first copies need no peer, only the partials do
         policy = l2_policy(true);
@@ -337,12 +342,25 @@ __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(kThreads, 1) in
     // arrive may be relaxed; a release arrive would wait for the copies just issued (MEMBAR.ALL.GPU)
     if (a.entry_release) cluster_arrive();
     else cluster_arrive_relaxed();
+    const Seam z{a.sa, SeamSmem::layout(k.L.bytes, a.S, a.sa.nb, kSmemMax - 4096), smem, seam_bars, a.S, rank, cl,
+                 int(threadIdx.x) - kSeamWarp0 * 32};
+    if (a.seam && warp >= kSeamWarp0) seam_load(z);  // the step's inputs requested before the stream's first copy
     cluster_wait();
     if (threadIdx.x == 0) k.st[kSynced] = now_ns();
     if (warp == 0 && lane == 0)  // the producer: the CTA's run, chunk by chunk, from the first instant
         while (produce<KQ>(prod, a, k.u0, k.units, run, smem + k.L.ring, full, empty, policy, k.st)) {}
     else if (warp == 1 && k.compute == 1) reduce<NT>(k, lane);
-    else if (warp >= kFirstConsumer) consume<KQ, NT>(k, warp - kFirstConsumer, lane);
+    else if (warp >= kSeamWarp0) {
+        if (a.seam) {
+            team_bar(kSeamBar, kSeamThreads);  // the slice's P', bank rows and gains in shared memory
+            seam_part(z);
+            seam_gate(z);
+            seam_mix(z);
+            seam_x<NT>(z, reinterpret_cast<uint16_t*>(smem + k.L.x), kXStride);
+            if (threadIdx.x == kSeamWarp0 * 32) k.st[kXReady] = now_ns();
+        }
+        if (warp >= kFirstConsumer) consume<KQ, NT>(k, warp - kFirstConsumer, lane);
+    }
     __syncthreads();
     cluster_sync();  // no rank leaves while a peer may still send to it
     if (threadIdx.x == 0) k.st[kExit] = now_ns(), k.st[kCycles] = (unsigned long long)(clock64() - c0);

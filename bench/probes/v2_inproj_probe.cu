@@ -34,9 +34,13 @@
 //            of x, and that on only 1 or 8 clusters or 1 or 2 of the 8 warps), the stream alone (also
 //            with tile reads, and with x staged), the waits polled or sleeping, slots freed late or
 //            early, copies issued before the entry barrier or not), twice, interleaved.
-// Usage: monokda-v2-inproj-probe [residency|rate|tune|inproj|ab|delay|trace|check|all] [REPS]
+//   seam     x computed in the clusters beside the stream (v2_seam.cuh): x bit for bit the reference's in
+//            kernel v1's order on every cluster, prefix_out exact, proj from it; x's ready time and the
+//            step's end against x loaded, at S = 1, 4, 16.
+// Usage: monokda-v2-inproj-probe [residency|rate|tune|inproj|ab|delay|trace|check|seam|all] [REPS]
 #include "bench/probes/probe_util.hpp"
 #include "bench/probes/v2_inproj_kernel.cuh"
+#include "bench/probes/v2_seam_host.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -120,9 +124,18 @@ struct Case {  // one launch configuration
     int inflight, early, early_free;  // inflight 0: the ring's depth
     int compute = 1, entry_release = 0, param_tables = 1, products = 1, poll = 0, xfrag = 1, fp_clusters = 0, fp_warps = 0;
     unsigned long long delay_ns = 0;
+    int seam = 0;  // x from the seam (g_seam's inputs) instead of loaded from d.x
     int cap() const { return inflight ? std::min(inflight, stages) : stages; }
     int chunk() const { return kq * 4 * kTileBytes; }
 };
+
+SeamArgs g_seam{};  // the seam's device inputs (seam mode sets them)
+
+// Dynamic shared memory of a case: in_proj's layout, then the seam's.
+int smem_bytes(const Case& c) {
+    const int base = Smem::layout(nt_for(c.S), c.chunk(), c.stages, c.slots).bytes;
+    return c.seam ? SeamSmem::layout(base, c.S, g_seam.nb, kSmemMax - 4096).bytes : base;
+}
 
 Args args_for(const Device& d, const Case& c, int copy) {
     Args a{};
@@ -134,6 +147,7 @@ Args args_for(const Device& d, const Case& c, int copy) {
     a.S = c.S, a.stages = c.stages, a.slots = c.slots, a.inflight = c.cap(), a.early = c.early, a.early_free = c.early_free;
     a.entry_release = c.entry_release, a.compute = c.compute, a.param_tables = c.param_tables, a.products = c.products, a.poll = c.poll, a.xfrag = c.xfrag, a.fp_clusters = c.fp_clusters, a.fp_warps = c.fp_warps;
     a.x_delay_ns = c.delay_ns;
+    a.seam = c.seam, a.sa = g_seam;
     return a;
 }
 
@@ -150,12 +164,13 @@ struct Run {
     float bytes_tbs;  // packed bytes / span
     float mhz;        // median SM clock over the launch (CTA 0's cycles / its time)
     float mhz_last;   // the same for the last CTA (cluster 14)
+    float x_us;       // median of (the last CTA's x in shared memory − first entry)
     bool ok;
 };
 
 bool fits(const Case& c) {
     return kernel_for(c.kq, nt_for(c.S)) && c.stages <= kMaxStages && c.slots <= kMaxSlots && c.early <= c.cap() &&
-           Smem::layout(nt_for(c.S), c.chunk(), c.stages, c.slots).bytes <= kSmemMax - 4096;
+           (!c.seam || c.S <= kSeamMaxS) && smem_bytes(c) <= kSmemMax - 4096;
 }
 
 Run run(Device& d, const Case& c, int reps) {
@@ -163,13 +178,13 @@ Run run(Device& d, const Case& c, int reps) {
     if (!fits(c)) return out;
     cudaLaunchConfig_t cfg{};
     cfg.gridDim = dim3(kCtas), cfg.blockDim = dim3(kThreads);
-    cfg.dynamicSmemBytes = size_t(Smem::layout(nt_for(c.S), c.chunk(), c.stages, c.slots).bytes);
+    cfg.dynamicSmemBytes = size_t(smem_bytes(c));
     cudaLaunchAttribute attr[1];
     attr[0].id = cudaLaunchAttributeCooperative, attr[0].val.cooperative = 1;
     cfg.attrs = attr, cfg.numAttrs = 1;
     cudaEvent_t e0, e1;
     check(cudaEventCreate(&e0), "event"), check(cudaEventCreate(&e1), "event");
-    std::vector<float> ev, span, proj, byte1, issue1, last, skew, sync, first, mhz, mhz_last;
+    std::vector<float> ev, span, proj, byte1, issue1, last, skew, sync, first, mhz, mhz_last, xr;
     std::vector<unsigned long long> h(size_t(kCtas) * kStamps);
     const Kernel kernel = kernel_for(c.kq, nt_for(c.S));
     for (int i = 0; i < reps + 2; ++i) {
@@ -185,23 +200,26 @@ Run run(Device& d, const Case& c, int reps) {
         check(cudaEventElapsedTime(&ms, e0, e1), "elapsed");
         check(cudaMemcpy(h.data(), d.d_stamps, h.size() * 8, cudaMemcpyDeviceToHost), "stamps");
         unsigned long long t0 = ~0ull, t_last_in = 0, t_exit = 0, t_proj = 0, t_first = 0, t_byte1 = ~0ull, t_sync = 0;
-        unsigned long long t_issue1 = ~0ull, t_last = 0;
+        unsigned long long t_issue1 = ~0ull, t_last = 0, t_x = 0;
         for (int k = 0; k < kCtas; ++k) {
             const unsigned long long* s = &h[size_t(k) * kStamps];
             t0 = std::min(t0, s[kEntry]), t_last_in = std::max(t_last_in, s[kEntry]), t_exit = std::max(t_exit, s[kExit]);
             t_proj = std::max(t_proj, s[kLastProj]), t_first = std::max(t_first, s[kFirstChunk]);
             t_byte1 = std::min(t_byte1, s[kFirstChunk]), t_sync = std::max(t_sync, s[kSynced]);
             t_issue1 = std::min(t_issue1, s[kChunk0]), t_last = std::max(t_last, s[kLastChunk]);
+            t_x = std::max(t_x, s[kXReady]);
         }
         auto us = [&](unsigned long long t) { return float(t - t0) / 1000.f; };
         ev.push_back(ms * 1000.f), span.push_back(us(t_exit)), proj.push_back(c.compute == 1 ? us(t_proj) : 0.f);
         byte1.push_back(us(t_byte1)), issue1.push_back(us(t_issue1)), last.push_back(us(t_last)), skew.push_back(us(t_last_in)), sync.push_back(us(t_sync)), first.push_back(us(t_first));
+        xr.push_back(t_x ? us(t_x) : 0.f);
         mhz.push_back(float(h[kCycles]) / float(h[kExit] - h[kEntry]) * 1000.f);
         const unsigned long long* z = &h[size_t(kCtas - 1) * kStamps];
         mhz_last.push_back(float(z[kCycles]) / float(z[kExit] - z[kEntry]) * 1000.f);
     }
     out.event_us = median(ev), out.span_us = median(span), out.proj_us = median(proj), out.chunk1_us = median(first);
     out.byte1_us = median(byte1), out.issue1_us = median(issue1), out.last_us = median(last), out.skew_us = median(skew), out.sync_us = median(sync), out.mhz = median(mhz), out.mhz_last = median(mhz_last);
+    out.x_us = median(xr);
     out.bytes_tbs = float(d.packed_bytes) / (out.span_us * 1e-6f) / 1e12f;
     out.ok = true;
     check(cudaEventDestroy(e0), "event"), check(cudaEventDestroy(e1), "event");
@@ -212,12 +230,14 @@ void print_row(const char* mode, const Case& c, const Run& r) {
     std::printf("%-6s S %2d  chunk %5d x %2d (%3d KB)  inflight %d  early %d  free %s  entry %s  tables %s  slots %d  delay %4llu ns",
                 mode, c.S, c.chunk(), c.stages, c.chunk() * c.stages / 1024, c.cap(), c.early, c.early_free ? "early" : "late ",
                 c.entry_release ? "rel" : "rlx", c.param_tables ? "param" : "gmem ", c.slots, c.delay_ns);
-    std::printf("  poll %d  compute %d  fp clusters %d warps %d", c.poll, c.compute, c.fp_clusters, c.fp_warps);
+    std::printf("  poll %d  compute %d  fp clusters %d warps %d  x %s", c.poll, c.compute, c.fp_clusters, c.fp_warps,
+                c.seam ? "seam  " : "loaded");
     if (!r.ok) {
         std::printf("  does not fit\n");
         return;
     }
     // from the first copy issued: to the last chunk seen (the stream) and to the last proj stored
+    std::printf("  x ready %5.2f", r.x_us);
     std::printf("  event %5.1f  span %5.1f  proj %5.1f  from 1st copy: stream %5.1f proj %5.1f  synced %4.2f  1st copy %4.2f  "
                 "1st chunk %4.2f/%4.2f us  %.2f TB/s  %4.0f MHz (last CTA %4.0f)\n",
                 r.event_us, r.span_us, r.proj_us, r.last_us - r.issue1_us, r.proj_us - r.issue1_us, r.sync_us, r.issue1_us,
@@ -417,6 +437,73 @@ int check_mode(Device& d, const Case* settings) {
     return bad ? 1 : 0;
 }
 
+
+// The seam in the clusters beside the stream (v2_seam.cuh). First its results: every cluster's x
+// against the reference's in kernel v1's order, bit for bit; prefix_out exact; proj from that x
+// against the host's. Then x's ready time and the step's end with the seam against x loaded (ready
+// at entry), at S = 1, 4, 16, on the ring in_proj's tuning chose and on a deeper one with the same
+// copies in flight (which buffers more of the stream while x is computed), twice, interleaved.
+int seam_mode(Device& d, int reps) {
+    const SeamFixture f = seam_fixture(4, 4, 4, 0x5eedull);
+    std::printf("seam: fixture R 4 x L 4, nb %d; the reference's order %s\n", f.nb, f.order);
+    auto up = [](const std::vector<uint16_t>& v) {
+        uint16_t* p = nullptr;
+        check(cudaMalloc(&p, v.size() * 2), "seam input");
+        check(cudaMemcpy(p, v.data(), v.size() * 2, cudaMemcpyHostToDevice), "seam input copy");
+        return p;
+    };
+    g_seam.prefix = up(f.prefix), g_seam.delta = up(f.delta), g_seam.blocks = up(f.blocks);
+    g_seam.res_norm_w = up(f.res_norm_w), g_seam.res_proj_w = up(f.res_proj_w), g_seam.input_norm_w = up(f.input_norm_w);
+    uint16_t *d_pout = nullptr, *d_xout = nullptr;
+    check(cudaMalloc(&d_pout, f.prefix.size() * 2), "prefix_out");
+    check(cudaMalloc(&d_xout, size_t(kClusters) * f.S * D * 2), "x_out");
+    g_seam.prefix_out = d_pout, g_seam.nb = f.nb, g_seam.eps = f.eps;
+    auto setting = [](int S) {  // tune's best at S (docs/results/2026-12-02-h200-v2-inproj-stream.md), entry relaxed
+        Case c{S, kKq14, S >= 16 ? 4 : 3, 4, S >= 16 ? 4 : 3, 0, 0};
+        return c;
+    };
+    int bad = 0;
+    for (int S : {1, 4, 16}) {
+        Case c = setting(S);
+        c.seam = 1;
+        g_seam.x_out = d_xout;
+        check(cudaMemset(d_xout, 0xff, size_t(kClusters) * S * D * 2), "x poison");
+        check(cudaMemset(d_pout, 0xff, f.prefix.size() * 2), "prefix_out poison");
+        check(cudaMemset(d.d_proj, 0xff, size_t(64) * N * 2), "proj poison");
+        const bool ran = run(d, c, 1).ok;
+        g_seam.x_out = nullptr;
+        if (!ran) {
+            std::printf("  seam S %d does not fit\n", S), ++bad;
+            continue;
+        }
+        std::vector<uint16_t> x(size_t(kClusters) * S * D), pout(size_t(S) * D), proj(size_t(S) * N);
+        check(cudaMemcpy(x.data(), d_xout, x.size() * 2, cudaMemcpyDeviceToHost), "x_out");
+        check(cudaMemcpy(pout.data(), d_pout, pout.size() * 2, cudaMemcpyDeviceToHost), "prefix_out");
+        check(cudaMemcpy(proj.data(), d.d_proj, proj.size() * 2, cudaMemcpyDeviceToHost), "proj");
+        size_t xdiff = 0, pdiff = 0, same = 0;
+        for (int cl = 0; cl < kClusters; ++cl)
+            for (size_t i = 0; i < size_t(S) * D; ++i) xdiff += x[size_t(cl) * S * D + i] != f.x[i];
+        for (size_t i = 0; i < pout.size(); ++i) pdiff += pout[i] != f.prefix_out[i];
+        const std::vector<uint16_t> xr(f.x.begin(), f.x.begin() + size_t(S) * D), want = host_proj(d.w, xr, S);
+        for (size_t i = 0; i < proj.size(); ++i) same += proj[i] == want[i];
+        const double ident = 100.0 * double(same) / double(proj.size());
+        std::printf("  seam S %2d: x differs from the reference's in %zu of %zu elements (all %d clusters); prefix_out in %zu; "
+                    "proj from it %.4f %% identical to the host's\n", S, xdiff, size_t(kClusters) * S * D, kClusters, pdiff, ident);
+        bad += xdiff > 0 || pdiff > 0 || ident < 99.5;
+    }
+    std::printf("seam check: %s\n", bad ? "FAIL" : "pass");
+    for (int S : {1, 4, 16}) {
+        Case deep = setting(S);
+        deep.inflight = deep.cap(), deep.slots = 1, deep.stages = kMaxStages, deep.seam = 1;
+        while (!fits(deep) && deep.stages > 3) --deep.stages;
+        for (int round = 0; round < 2; ++round)
+            for (Case c : {setting(S), deep}) {
+                c.seam = 0, print_row("loaded", c, run(d, c, reps));
+                c.seam = 1, print_row("seam", c, run(d, c, reps));
+            }
+    }
+    return bad ? 1 : 0;
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -506,6 +593,7 @@ int main(int argc, char** argv) {
         alone.compute = 0;
         trace_mode(d, alone);
     }
+    if (mode == "seam" || mode == "all") rc |= seam_mode(d, reps);
     if (mode == "check" || mode == "all") {
         rc |= check_mode(d, best);
         Case first[4];

@@ -1,0 +1,240 @@
+// Kernel v2's AttnRes seam inside a cluster (SPEC §3 A; docs/kernel-v2.md, "The seam"), as the v2
+// in_proj probe runs it beside the weight stream. Every cluster computes x for all S rows, rank r for
+// its K-slice (columns 896r .. 896r + 895, which are v1's 128-column slices 7r .. 7r + 6), in v1's
+// order: Σv², Σv·wq and Σmixed² sequential within a slice, the 56 slices' partials added in slice
+// order, the softmax and the mix sequential over sources; so x is v1's bit for bit. Three hand-offs,
+// each an st.async counted by bytes on one mbarrier of the receiving CTA, armed at entry:
+//   PART  (row s, source i, slice j) → (Σv², Σv·wq) to the row's owner, rank s mod 8;
+//   WGT   the owner's (e_0 .. e_nb, Σe) of row s → every rank;
+//   MSQ   (row s, slice j) → Σmixed² to every rank.
+// The seam's team is warps 2-11 (the consumers and the two spare warps); the producer streams and
+// the reducer waits meanwhile. The step's inputs are read at entry, before the cluster barrier's
+// wait, so that their loads go out ahead of the stream's first copies.
+#pragma once
+#include <cmath>
+
+#include "kernels/kda_numerics.hpp"
+#include "kernels/vendor/cluster.hpp"
+
+#include "bench/probes/probe_wait.hpp"
+#include "bench/probes/v2_inproj_host.hpp"
+
+namespace monokda::probe::v2 {
+
+using namespace monokda::gpu;
+
+constexpr int kSeamWarp0 = 2, kSeamThreads = 320, kSeamBar = 6;  // warps 2-11; named barrier 6
+constexpr int kSliceW = 128, kRankSlices = kSliceCols / kSliceW, kSlices = D / kSliceW;  // 7 a rank, 56
+constexpr int kSeamMaxS = 16, kSeamMaxNb = 8;
+
+struct SeamArgs {
+    const uint16_t *prefix, *delta, *blocks;                // [S][D], [S][D], [S][8][D] bf16
+    const uint16_t *res_norm_w, *res_proj_w, *input_norm_w;  // [D]
+    uint16_t* prefix_out;                                    // [S][D]: cluster 0 stores P'
+    uint16_t* x_out;                                         // [kClusters][S][D], or null: every cluster's x, for the check
+    int nb;
+    float eps;
+};
+
+// The seam's shared memory, after the in_proj layout's; the bank rows are kept there only if they fit.
+struct SeamSmem {
+    int wq, nw, part, wgt, msq, rr, mixed, pp, bank, bytes;
+    bool bank_kept;
+    __host__ __device__ static int owned(int S, int rank) { return S > rank ? (S - rank + kRanks - 1) / kRanks : 0; }
+    __host__ __device__ static SeamSmem layout(int base, int S, int nb, int limit) {
+        SeamSmem s{};
+        const int own = (S + kRanks - 1) / kRanks;
+        s.wq = base;
+        s.nw = s.wq + kSliceCols * 4;
+        s.part = s.nw + kSliceCols * 4;                       // [owned row][source][slice][Σv², Σv·wq]
+        s.wgt = s.part + own * (nb + 1) * kSlices * 8;        // [row][e_0 .. e_nb, Σe]
+        s.msq = s.wgt + S * (nb + 2) * 4;                     // [row][slice]
+        s.rr = s.msq + S * kSlices * 4;                       // [row]
+        s.mixed = (s.rr + S * 4 + 15) / 16 * 16;              // [row][column] f32
+        s.pp = s.mixed + S * kSliceCols * 4;                  // [row][column] bf16: P'
+        s.bank = s.pp + S * kSliceCols * 2;                   // [row][source][column] bf16
+        s.bytes = s.bank + S * nb * kSliceCols * 2;
+        s.bank_kept = s.bytes <= limit;
+        if (!s.bank_kept) s.bytes = s.bank;
+        return s;
+    }
+};
+
+// The seam's barriers: PART's (the owner's), WGT's, MSQ's; one phase a launch.
+struct SeamBars {
+    uint64_t part, wgt, msq;
+};
+
+// Byte counts each barrier waits for, armed by thread 0 right after their init.
+__device__ __forceinline__ void seam_arm(SeamBars& b, int S, int nb, int rank) {
+    mbar_init(&b.part, 1), mbar_init(&b.wgt, 1), mbar_init(&b.msq, 1);
+    mbar_arrive_expect(&b.part, uint32_t(SeamSmem::owned(S, rank) * (nb + 1) * kSlices * 8));
+    mbar_arrive_expect(&b.wgt, uint32_t(S * (nb + 2) * 4));
+    mbar_arrive_expect(&b.msq, uint32_t(S * kSlices * 4));
+}
+
+struct Seam {
+    const SeamArgs& sa;
+    SeamSmem L;
+    unsigned char* smem;
+    SeamBars& bars;
+    int S, rank, cl, t;  // t: the thread's index in the team
+    __device__ float* f(int off) const { return reinterpret_cast<float*>(smem + off); }
+    __device__ uint16_t* h(int off) const { return reinterpret_cast<uint16_t*>(smem + off); }
+    // word w (columns 2w, 2w + 1 of the rank's slice) of source i of row s
+    __device__ uint32_t word(int s, int i, int w) const {
+        const int nb = sa.nb;
+        if (i == nb) return reinterpret_cast<const uint32_t*>(h(L.pp) + s * kSliceCols)[w];
+        if (L.bank_kept) return reinterpret_cast<const uint32_t*>(h(L.bank) + (s * nb + i) * kSliceCols)[w];
+        return __ldg(reinterpret_cast<const uint32_t*>(sa.blocks + (size_t(s) * 8 + i) * D + rank * kSliceCols) + w);
+    }
+};
+
+// At entry: wq and the norm gain of the slice, P' = bf16(P + delta) (#1, stored by cluster 0), and
+// the bank rows if they are kept; every load of a thread issued before its first store.
+__device__ void seam_load(const Seam& z) {
+    const SeamArgs& sa = z.sa;
+    const int col0 = z.rank * kSliceCols, S = z.S, nb = sa.nb;
+    for (int d = z.t; d < kSliceCols; d += kSeamThreads) {
+        z.f(z.L.wq)[d] = bf16::from_bits(sa.res_norm_w[col0 + d]).to_float() * bf16::from_bits(sa.res_proj_w[col0 + d]).to_float();
+        z.f(z.L.nw)[d] = bf16::from_bits(sa.input_norm_w[col0 + d]).to_float();
+    }
+    constexpr int kVecs = kSliceCols / 8;  // 16-byte pieces a row's slice
+    for (int it = z.t; it < S * kVecs; it += kSeamThreads) {
+        const int s = it / kVecs, q = it % kVecs;
+        const uint4 p = __ldg(reinterpret_cast<const uint4*>(sa.prefix + size_t(s) * D + col0) + q);
+        const uint4 dl = __ldg(reinterpret_cast<const uint4*>(sa.delta + size_t(s) * D + col0) + q);
+        const uint32_t pw[4] = {p.x, p.y, p.z, p.w}, dw[4] = {dl.x, dl.y, dl.z, dl.w};
+        uint32_t o[4];
+#pragma unroll
+        for (int k = 0; k < 4; ++k) o[k] = gpu::pack(bf_lo(pw[k]) + bf_lo(dw[k]), bf_hi(pw[k]) + bf_hi(dw[k]));  // #1
+        const uint4 ov = make_uint4(o[0], o[1], o[2], o[3]);
+        reinterpret_cast<uint4*>(z.h(z.L.pp) + s * kSliceCols)[q] = ov;
+        if (z.cl == 0) reinterpret_cast<uint4*>(sa.prefix_out + size_t(s) * D + col0)[q] = ov;
+    }
+    for (int it = z.t; z.L.bank_kept && it < S * nb * kVecs; it += kSeamThreads) {
+        const int s = it / (nb * kVecs), i = it / kVecs % nb, q = it % kVecs;
+        reinterpret_cast<uint4*>(z.h(z.L.bank) + (s * nb + i) * kSliceCols)[q] =
+            __ldg(reinterpret_cast<const uint4*>(sa.blocks + (size_t(s) * 8 + i) * D + col0) + q);
+    }
+}
+
+// PART: (Σv², Σv·wq) of each (row, source, slice of the rank), sequential over the slice's columns,
+// to the row's owner.
+__device__ void seam_part(const Seam& z) {
+    const int nb = z.sa.nb, S = z.S;
+    const float* wq = z.f(z.L.wq);
+    for (int it = z.t; it < S * (nb + 1) * kRankSlices; it += kSeamThreads) {
+        const int s = it / ((nb + 1) * kRankSlices), i = it / kRankSlices % (nb + 1), jl = it % kRankSlices;
+        const int w0 = jl * kSliceW / 2;
+        uint32_t word = z.word(s, i, w0);
+        float v = bf_lo(word);
+        float ss = v * v, dot = v * wq[2 * w0];
+        v = bf_hi(word);
+        ss = ss + v * v, dot = dot + v * wq[2 * w0 + 1];
+        for (int w = w0 + 1; w < w0 + kSliceW / 2; ++w) {
+            word = z.word(s, i, w);
+            v = bf_lo(word);
+            ss = ss + v * v, dot = dot + v * wq[2 * w];
+            v = bf_hi(word);
+            ss = ss + v * v, dot = dot + v * wq[2 * w + 1];
+        }
+        const int owner = s % kRanks, j = z.rank * kRankSlices + jl;
+        float* dst = z.f(z.L.part) + (((s / kRanks) * (nb + 1) + i) * kSlices + j) * 2;
+        st_async_f2(peer_addr(dst, uint32_t(owner)), ss, dot, peer_addr(&z.bars.part, uint32_t(owner)));
+    }
+}
+
+// WGT, on the owner: a warp a row, a lane a source: the 56 partials in slice order, the logit, the
+// softmax (Σe in source order on lane 0), sent to every rank.
+__device__ void seam_gate(const Seam& z) {
+    const int nb = z.sa.nb, lane = z.t % 32, warp = z.t / 32;
+    const int own = SeamSmem::owned(z.S, z.rank);
+    if (warp >= own) return;
+    probe::spin([&] { return mbar_try_wait_cluster(&z.bars.part, 0); });
+    for (int lr = warp; lr < own; lr += kSeamThreads / 32) {
+        const int s = lr * kRanks + z.rank;
+        float logit = -INFINITY;
+        if (lane <= nb) {
+            const float* p = z.f(z.L.part) + ((lr * (nb + 1) + lane) * kSlices) * 2;
+            float ss = p[0], dot = p[1];
+            for (int j = 1; j < kSlices; ++j) ss = ss + p[2 * j], dot = dot + p[2 * j + 1];
+            const float r = 1.0f / sqrtf(ss / float(D) + z.sa.eps);
+            logit = dot * r;
+        }
+        float m = __shfl_sync(0xffffffffu, logit, 0);
+        for (int i = 1; i <= nb; ++i) m = fmaxf(m, __shfl_sync(0xffffffffu, logit, i));
+        const float e = lane <= nb ? exp_f(logit - m) : 0.f;
+        float den = __shfl_sync(0xffffffffu, e, 0);
+        for (int i = 1; i <= nb; ++i) den = den + __shfl_sync(0xffffffffu, e, i);
+        const float val = lane <= nb ? e : den;
+        if (lane <= nb + 1)
+            for (int dst = 0; dst < kRanks; ++dst)
+                st_async_u32(peer_addr(z.f(z.L.wgt) + s * (nb + 2) + lane, uint32_t(dst)), __float_as_uint(val),
+                             peer_addr(&z.bars.wgt, uint32_t(dst)));
+    }
+}
+
+// MIX: mixed = Σ_i e_i·v_i / Σe (kept f32), then Σmixed² a (row, slice), sequential, to every rank.
+__device__ void seam_mix(const Seam& z) {
+    const int nb = z.sa.nb, S = z.S;
+    probe::spin([&] { return mbar_try_wait_cluster(&z.bars.wgt, 0); });
+    for (int it = z.t; it < S * (kSliceCols / 2); it += kSeamThreads) {
+        const int s = it / (kSliceCols / 2), w = it % (kSliceCols / 2);
+        const float* e = z.f(z.L.wgt) + s * (nb + 2);
+        uint32_t word = z.word(s, 0, w);
+        float lo = e[0] * bf_lo(word), hi = e[0] * bf_hi(word);
+        for (int i = 1; i <= nb; ++i) {
+            word = z.word(s, i, w);
+            lo = lo + e[i] * bf_lo(word), hi = hi + e[i] * bf_hi(word);
+        }
+        *reinterpret_cast<float2*>(z.f(z.L.mixed) + s * kSliceCols + 2 * w) = make_float2(lo / e[nb + 1], hi / e[nb + 1]);
+    }
+    team_bar(kSeamBar, kSeamThreads);
+    for (int it = z.t; it < S * kRankSlices; it += kSeamThreads) {
+        const int s = it / kRankSlices, jl = it % kRankSlices;
+        const float* m = z.f(z.L.mixed) + s * kSliceCols + jl * kSliceW;
+        float ms = m[0] * m[0];
+        for (int d = 1; d < kSliceW; ++d) ms = ms + m[d] * m[d];
+        const int j = z.rank * kRankSlices + jl;
+        for (int dst = 0; dst < kRanks; ++dst)
+            st_async_u32(peer_addr(z.f(z.L.msq) + s * kSlices + j, uint32_t(dst)), __float_as_uint(ms),
+                         peer_addr(&z.bars.msq, uint32_t(dst)));
+    }
+}
+
+// X: 1/rms of each row from the 56 slices in order, x = bf16((mixed · 1/rms) · input_norm_w) (#2)
+// into the consumers' x rows (zeros up to the n-tile), and into x_out for the check.
+template <int NT>
+__device__ void seam_x(const Seam& z, uint16_t* xs, int x_stride) {
+    const int S = z.S;
+    probe::spin([&] { return mbar_try_wait_cluster(&z.bars.msq, 0); });
+    for (int s = z.t; s < S; s += kSeamThreads) {
+        const float* p = z.f(z.L.msq) + s * kSlices;
+        float ms = p[0];
+        for (int j = 1; j < kSlices; ++j) ms = ms + p[j];
+        z.f(z.L.rr)[s] = 1.0f / sqrtf(ms / float(D) + z.sa.eps);
+    }
+    team_bar(kSeamBar, kSeamThreads);
+    constexpr int kVecs = kSliceCols / 8;
+    for (int it = z.t; it < NT * 8 * kVecs; it += kSeamThreads) {
+        const int s = it / kVecs, d0 = (it % kVecs) * 8;
+        uint32_t o[4] = {0, 0, 0, 0};
+        if (s < S) {
+            const float* m = z.f(z.L.mixed) + s * kSliceCols;
+            const float rr = z.f(z.L.rr)[s], *nw = z.f(z.L.nw);
+#pragma unroll
+            for (int k = 0; k < 4; ++k) {
+                const int d = d0 + 2 * k;
+                o[k] = gpu::pack((m[d] * rr) * nw[d], (m[d + 1] * rr) * nw[d + 1]);
+            }
+        }
+        const uint4 v = make_uint4(o[0], o[1], o[2], o[3]);
+        *reinterpret_cast<uint4*>(xs + s * x_stride + d0) = v;
+        if (z.sa.x_out && s < S)
+            *reinterpret_cast<uint4*>(z.sa.x_out + (size_t(z.cl) * S + s) * D + z.rank * kSliceCols + d0) = v;
+    }
+    team_bar(kSeamBar, kSeamThreads);
+}
+
+}  // namespace monokda::probe::v2

@@ -1,0 +1,24 @@
+// The host half of the v2 probe's seam (bench/probes/v2_seam.cuh): the step's seam inputs from the
+// project's fixture generator at the production shape, and what the reference computes from them in
+// kernel v1's order (its plan's reduction order), which the seam must reproduce bit for bit. Built
+// by the host compiler (v2_seam_host.cpp), so the probe's CUDA half sees plain vectors.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+namespace monokda::probe::v2 {
+
+struct SeamFixture {
+    int S = 0, nb = 0;
+    float eps = 0.f;
+    std::vector<uint16_t> prefix, delta, blocks;              // [S][D], [S][D], [S][8][D] bf16 bits
+    std::vector<uint16_t> res_norm_w, res_proj_w, input_norm_w;  // [D]
+    std::vector<uint16_t> prefix_out, x;                      // the reference's, in v1's order
+    const char* order = "";                                   // that order, as the reference names it
+};
+
+// R × L = rows requests of one token each would do as well (the seam's rows are independent); the
+// generator's R × L shape is kept so the rows are those of a real verify step.
+SeamFixture seam_fixture(int R, int L, int nb, uint64_t seed);
+
+}  // namespace monokda::probe::v2
