@@ -70,7 +70,9 @@ enum Stamp { kEntry, kFirstChunk, kLastChunk, kXReady, kLastProj, kExit, kSynced
 constexpr int kMaxTracedUnits = 16, kChunk0 = kUnit0 + 4 * kMaxTracedUnits, kMaxTracedChunks = 64;
 // per chunk j < kWarpChunks and consumer warp w: kWarp0 + 2 (8j + w) + {0: the warp saw it, 1: it freed it}
 constexpr int kWarp0 = kChunk0 + 2 * kMaxTracedChunks, kWarpChunks = 24;
-constexpr int kStamps = kWarp0 + 2 * 8 * kWarpChunks;
+// the seam's phases, on its first thread: inputs landed, PART sent, WGT in, MSQ sent (x ready: kXReady)
+constexpr int kSeam0 = kWarp0 + 2 * 8 * kWarpChunks, kSeamPhases = 4;
+constexpr int kStamps = kSeam0 + kSeamPhases;
 
 struct Smem {  // offsets into dynamic shared memory
     int ring, x, recv, red, bytes;
@@ -326,6 +328,8 @@ __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(kThreads, 1) in
                 a.fp_clusters > 0 && cl >= a.fp_clusters ? 4 : a.compute};
     const long long c0 = clock64();
     const unsigned char* run = a.w + a.off(cta);
+    const Seam z{a.sa, SeamSmem::layout(k.L.bytes, a.S, a.sa.nb), smem, seam_bars, a.S, rank, cl,
+                 int(threadIdx.x) - kSeamWarp0 * 32};
     Producer prod;  // thread 0's (the producer lane)
     uint64_t policy = 0;
     if (threadIdx.x == 0) {
@@ -336,15 +340,13 @@ __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(kThreads, 1) in
         mbar_init_fence();
         // the ring's barriers are this CTA's own: its first copies need no peer, only the partials do
         policy = l2_policy(true);
+        if (a.seam) seam_copy_in(z, policy);  // ahead of the stream's first copy
         while (prod.issued < a.early && produce<KQ>(prod, a, k.u0, k.units, run, smem + k.L.ring, full, empty, policy, k.st)) {}
     }
     // every rank's barriers exist before a peer sends to them: the init fence orders them, so the
     // arrive may be relaxed; a release arrive would wait for the copies just issued (MEMBAR.ALL.GPU)
     if (a.entry_release) cluster_arrive();
     else cluster_arrive_relaxed();
-    const Seam z{a.sa, SeamSmem::layout(k.L.bytes, a.S, a.sa.nb, kSmemMax - 4096), smem, seam_bars, a.S, rank, cl,
-                 int(threadIdx.x) - kSeamWarp0 * 32};
-    if (a.seam && warp >= kSeamWarp0) seam_load(z);  // the step's inputs requested before the stream's first copy
     cluster_wait();
     if (threadIdx.x == 0) k.st[kSynced] = now_ns();
     if (warp == 0 && lane == 0)  // the producer: the CTA's run, chunk by chunk, from the first instant
@@ -352,10 +354,15 @@ __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(kThreads, 1) in
     else if (warp == 1 && k.compute == 1) reduce<NT>(k, lane);
     else if (warp >= kSeamWarp0) {
         if (a.seam) {
+            const bool first = threadIdx.x == kSeamWarp0 * 32;
+            seam_load(z);
+            if (first) k.st[kSeam0] = now_ns();
             team_bar(kSeamBar, kSeamThreads);  // the slice's P', bank rows and gains in shared memory
             seam_part(z);
+            if (first) k.st[kSeam0 + 1] = now_ns();
             seam_gate(z);
-            seam_mix(z);
+            seam_mix(z, first ? &k.st[kSeam0 + 2] : nullptr);
+            if (first) k.st[kSeam0 + 3] = now_ns();
             seam_x<NT>(z, reinterpret_cast<uint16_t*>(smem + k.L.x), kXStride);
             if (threadIdx.x == kSeamWarp0 * 32) k.st[kXReady] = now_ns();
         }

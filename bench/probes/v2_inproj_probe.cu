@@ -134,7 +134,7 @@ SeamArgs g_seam{};  // the seam's device inputs (seam mode sets them)
 // Dynamic shared memory of a case: in_proj's layout, then the seam's.
 int smem_bytes(const Case& c) {
     const int base = Smem::layout(nt_for(c.S), c.chunk(), c.stages, c.slots).bytes;
-    return c.seam ? SeamSmem::layout(base, c.S, g_seam.nb, kSmemMax - 4096).bytes : base;
+    return c.seam ? SeamSmem::layout(base, c.S, g_seam.nb).bytes : base;
 }
 
 Args args_for(const Device& d, const Case& c, int copy) {
@@ -501,6 +501,19 @@ int seam_mode(Device& d, int reps) {
                 c.seam = 0, print_row("loaded", c, run(d, c, reps));
                 c.seam = 1, print_row("seam", c, run(d, c, reps));
             }
+        // the seam's phases in the last launch: the latest CTA's end of each, from the first entry
+        std::vector<unsigned long long> h(size_t(kCtas) * kStamps);
+        check(cudaMemcpy(h.data(), d.d_stamps, h.size() * 8, cudaMemcpyDeviceToHost), "stamps");
+        unsigned long long t0 = ~0ull, ph[kSeamPhases + 1] = {};
+        for (int k = 0; k < kCtas; ++k) {
+            const unsigned long long* t = &h[size_t(k) * kStamps];
+            t0 = std::min(t0, t[kEntry]);
+            for (int p = 0; p < kSeamPhases; ++p) ph[p] = std::max(ph[p], t[kSeam0 + p]);
+            ph[kSeamPhases] = std::max(ph[kSeamPhases], t[kXReady]);
+        }
+        if (ph[0])
+            std::printf("seam S %2d phases (last CTA, us from entry): inputs %.2f  PART sent %.2f  WGT in %.2f  MSQ sent %.2f  x %.2f\n", S,
+                        (ph[0] - t0) / 1e3, (ph[1] - t0) / 1e3, (ph[2] - t0) / 1e3, (ph[3] - t0) / 1e3, (ph[4] - t0) / 1e3);
     }
     return bad ? 1 : 0;
 }

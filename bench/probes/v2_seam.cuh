@@ -8,8 +8,8 @@
 //   WGT   the owner's (e_0 .. e_nb, Σe) of row s → every rank;
 //   MSQ   (row s, slice j) → Σmixed² to every rank.
 // The seam's team is warps 2-11 (the consumers and the two spare warps); the producer streams and
-// the reducer waits meanwhile. The step's inputs are read at entry, before the cluster barrier's
-// wait, so that their loads go out ahead of the stream's first copies.
+// the reducer waits meanwhile. The step's inputs come in as bulk copies issued before the stream's
+// first copy, so that they are not queued behind it.
 #pragma once
 #include <cmath>
 
@@ -25,7 +25,7 @@ using namespace monokda::gpu;
 
 constexpr int kSeamWarp0 = 2, kSeamThreads = 320, kSeamBar = 6;  // warps 2-11; named barrier 6
 constexpr int kSliceW = 128, kRankSlices = kSliceCols / kSliceW, kSlices = D / kSliceW;  // 7 a rank, 56
-constexpr int kSeamMaxS = 16, kSeamMaxNb = 8;
+constexpr int kSeamMaxS = 16;
 
 struct SeamArgs {
     const uint16_t *prefix, *delta, *blocks;                // [S][D], [S][D], [S][8][D] bf16
@@ -36,38 +36,40 @@ struct SeamArgs {
     float eps;
 };
 
-// The seam's shared memory, after the in_proj layout's; the bank rows are kept there only if they fit.
+// The seam's shared memory, after the in_proj layout's: the step's inputs of the rank's slice as
+// they are copied in (bf16), then the hand-offs' buffers and mixed. Every area 16-byte aligned.
 struct SeamSmem {
-    int wq, nw, part, wgt, msq, rr, mixed, pp, bank, bytes;
-    bool bank_kept;
+    int gains, prefix, delta, bank, wq, nw, part, wgt, msq, rr, mixed, bytes;
     __host__ __device__ static int owned(int S, int rank) { return S > rank ? (S - rank + kRanks - 1) / kRanks : 0; }
-    __host__ __device__ static SeamSmem layout(int base, int S, int nb, int limit) {
+    __host__ __device__ static SeamSmem layout(int base, int S, int nb) {
         SeamSmem s{};
-        const int own = (S + kRanks - 1) / kRanks;
-        s.wq = base;
-        s.nw = s.wq + kSliceCols * 4;
-        s.part = s.nw + kSliceCols * 4;                       // [owned row][source][slice][Σv², Σv·wq]
-        s.wgt = s.part + own * (nb + 1) * kSlices * 8;        // [row][e_0 .. e_nb, Σe]
-        s.msq = s.wgt + S * (nb + 2) * 4;                     // [row][slice]
-        s.rr = s.msq + S * kSlices * 4;                       // [row]
-        s.mixed = (s.rr + S * 4 + 15) / 16 * 16;              // [row][column] f32
-        s.pp = s.mixed + S * kSliceCols * 4;                  // [row][column] bf16: P'
-        s.bank = s.pp + S * kSliceCols * 2;                   // [row][source][column] bf16
-        s.bytes = s.bank + S * nb * kSliceCols * 2;
-        s.bank_kept = s.bytes <= limit;
-        if (!s.bank_kept) s.bytes = s.bank;
+        const int own = (S + kRanks - 1) / kRanks, row = kSliceCols * 2;
+        auto at = [](int off) { return (off + 15) / 16 * 16; };
+        s.gains = at(base);                                     // res_norm_w, res_proj_w, input_norm_w
+        s.prefix = s.gains + 3 * row;                           // [row]: P, then P' in place
+        s.delta = s.prefix + S * row;                           // [row]
+        s.bank = s.delta + S * row;                             // [row][source]
+        s.wq = s.bank + S * nb * row;                           // f32
+        s.nw = s.wq + kSliceCols * 4;                           // f32
+        s.part = s.nw + kSliceCols * 4;                         // [owned row][source][slice][Σv², Σv·wq]
+        s.wgt = at(s.part + own * (nb + 1) * kSlices * 8);      // [row][e_0 .. e_nb, Σe]
+        s.msq = at(s.wgt + S * (nb + 2) * 4);                   // [row][slice]
+        s.rr = at(s.msq + S * kSlices * 4);                     // [row]
+        s.mixed = at(s.rr + S * 4);                             // [row][column] f32
+        s.bytes = s.mixed + S * kSliceCols * 4;
         return s;
     }
+    __host__ __device__ static uint32_t input_bytes(int S, int nb) { return uint32_t((3 + S * (2 + nb)) * kSliceCols * 2); }
 };
 
-// The seam's barriers: PART's (the owner's), WGT's, MSQ's; one phase a launch.
+// The seam's barriers: its inputs' copies, PART's (the owner's), WGT's, MSQ's; one phase a launch.
 struct SeamBars {
-    uint64_t part, wgt, msq;
+    uint64_t in, part, wgt, msq;
 };
 
 // Byte counts each barrier waits for, armed by thread 0 right after their init.
 __device__ __forceinline__ void seam_arm(SeamBars& b, int S, int nb, int rank) {
-    mbar_init(&b.part, 1), mbar_init(&b.wgt, 1), mbar_init(&b.msq, 1);
+    mbar_init(&b.in, 1), mbar_init(&b.part, 1), mbar_init(&b.wgt, 1), mbar_init(&b.msq, 1);
     mbar_arrive_expect(&b.part, uint32_t(SeamSmem::owned(S, rank) * (nb + 1) * kSlices * 8));
     mbar_arrive_expect(&b.wgt, uint32_t(S * (nb + 2) * 4));
     mbar_arrive_expect(&b.msq, uint32_t(S * kSlices * 4));
@@ -84,38 +86,51 @@ struct Seam {
     // word w (columns 2w, 2w + 1 of the rank's slice) of source i of row s
     __device__ uint32_t word(int s, int i, int w) const {
         const int nb = sa.nb;
-        if (i == nb) return reinterpret_cast<const uint32_t*>(h(L.pp) + s * kSliceCols)[w];
-        if (L.bank_kept) return reinterpret_cast<const uint32_t*>(h(L.bank) + (s * nb + i) * kSliceCols)[w];
-        return __ldg(reinterpret_cast<const uint32_t*>(sa.blocks + (size_t(s) * 8 + i) * D + rank * kSliceCols) + w);
+        if (i == nb) return reinterpret_cast<const uint32_t*>(h(L.prefix) + s * kSliceCols)[w];
+        return reinterpret_cast<const uint32_t*>(h(L.bank) + (s * nb + i) * kSliceCols)[w];
     }
 };
 
-// At entry: wq and the norm gain of the slice, P' = bf16(P + delta) (#1, stored by cluster 0), and
-// the bank rows if they are kept; every load of a thread issued before its first store.
-__device__ void seam_load(const Seam& z) {
+// At entry, by the producer's thread before the stream's first copy (global loads beside the stream
+// wait ~2.5 µs a round, behind the copies in flight): the slice's gains, P, delta and bank rows, as
+// bulk copies onto one barrier.
+__device__ void seam_copy_in(const Seam& z, uint64_t policy) {
     const SeamArgs& sa = z.sa;
     const int col0 = z.rank * kSliceCols, S = z.S, nb = sa.nb;
+    constexpr uint32_t kRow = kSliceCols * 2;
+    mbar_arrive_expect(&z.bars.in, SeamSmem::input_bytes(S, nb));
+    const uint16_t* gains[3] = {sa.res_norm_w, sa.res_proj_w, sa.input_norm_w};
+    for (int g = 0; g < 3; ++g) bulk_copy_1d(z.h(z.L.gains) + g * kSliceCols, gains[g] + col0, kRow, &z.bars.in, policy);
+    for (int r = 0; r < S; ++r) {
+        bulk_copy_1d(z.h(z.L.prefix) + r * kSliceCols, sa.prefix + size_t(r) * D + col0, kRow, &z.bars.in, policy);
+        bulk_copy_1d(z.h(z.L.delta) + r * kSliceCols, sa.delta + size_t(r) * D + col0, kRow, &z.bars.in, policy);
+        for (int i = 0; i < nb; ++i)
+            bulk_copy_1d(z.h(z.L.bank) + (r * nb + i) * kSliceCols, sa.blocks + (size_t(r) * 8 + i) * D + col0, kRow, &z.bars.in, policy);
+    }
+}
+
+// Once they landed: wq = res_norm_w · res_proj_w (exact), the gain as f32, P' = bf16(P + delta) (#1)
+// in place of P, stored by cluster 0.
+__device__ void seam_load(const Seam& z) {
+    const int col0 = z.rank * kSliceCols, S = z.S;
+    probe::spin([&] { return mbar_try_wait(&z.bars.in, 0); });
+    const uint16_t* g = z.h(z.L.gains);
     for (int d = z.t; d < kSliceCols; d += kSeamThreads) {
-        z.f(z.L.wq)[d] = bf16::from_bits(sa.res_norm_w[col0 + d]).to_float() * bf16::from_bits(sa.res_proj_w[col0 + d]).to_float();
-        z.f(z.L.nw)[d] = bf16::from_bits(sa.input_norm_w[col0 + d]).to_float();
+        z.f(z.L.wq)[d] = bf16::from_bits(g[d]).to_float() * bf16::from_bits(g[kSliceCols + d]).to_float();
+        z.f(z.L.nw)[d] = bf16::from_bits(g[2 * kSliceCols + d]).to_float();
     }
     constexpr int kVecs = kSliceCols / 8;  // 16-byte pieces a row's slice
     for (int it = z.t; it < S * kVecs; it += kSeamThreads) {
         const int s = it / kVecs, q = it % kVecs;
-        const uint4 p = __ldg(reinterpret_cast<const uint4*>(sa.prefix + size_t(s) * D + col0) + q);
-        const uint4 dl = __ldg(reinterpret_cast<const uint4*>(sa.delta + size_t(s) * D + col0) + q);
+        uint4* pp = reinterpret_cast<uint4*>(z.h(z.L.prefix) + s * kSliceCols) + q;
+        const uint4 p = *pp, dl = reinterpret_cast<const uint4*>(z.h(z.L.delta) + s * kSliceCols)[q];
         const uint32_t pw[4] = {p.x, p.y, p.z, p.w}, dw[4] = {dl.x, dl.y, dl.z, dl.w};
         uint32_t o[4];
 #pragma unroll
         for (int k = 0; k < 4; ++k) o[k] = gpu::pack(bf_lo(pw[k]) + bf_lo(dw[k]), bf_hi(pw[k]) + bf_hi(dw[k]));  // #1
         const uint4 ov = make_uint4(o[0], o[1], o[2], o[3]);
-        reinterpret_cast<uint4*>(z.h(z.L.pp) + s * kSliceCols)[q] = ov;
-        if (z.cl == 0) reinterpret_cast<uint4*>(sa.prefix_out + size_t(s) * D + col0)[q] = ov;
-    }
-    for (int it = z.t; z.L.bank_kept && it < S * nb * kVecs; it += kSeamThreads) {
-        const int s = it / (nb * kVecs), i = it / kVecs % nb, q = it % kVecs;
-        reinterpret_cast<uint4*>(z.h(z.L.bank) + (s * nb + i) * kSliceCols)[q] =
-            __ldg(reinterpret_cast<const uint4*>(sa.blocks + (size_t(s) * 8 + i) * D + col0) + q);
+        *pp = ov;
+        if (z.cl == 0) reinterpret_cast<uint4*>(z.sa.prefix_out + size_t(s) * D + col0)[q] = ov;
     }
 }
 
@@ -176,9 +191,10 @@ __device__ void seam_gate(const Seam& z) {
 }
 
 // MIX: mixed = Σ_i e_i·v_i / Σe (kept f32), then Σmixed² a (row, slice), sequential, to every rank.
-__device__ void seam_mix(const Seam& z) {
+__device__ void seam_mix(const Seam& z, unsigned long long* wgt_in) {
     const int nb = z.sa.nb, S = z.S;
     probe::spin([&] { return mbar_try_wait_cluster(&z.bars.wgt, 0); });
+    if (wgt_in) *wgt_in = now_ns();
     for (int it = z.t; it < S * (kSliceCols / 2); it += kSeamThreads) {
         const int s = it / (kSliceCols / 2), w = it % (kSliceCols / 2);
         const float* e = z.f(z.L.wgt) + s * (nb + 2);
