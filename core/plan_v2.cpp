@@ -124,14 +124,12 @@ void PlanV2::lay_buffers() {
     frees.clear();
     const int R = params_.ranks, slots = params_.recv_slots;
     for (int c = 0; c < params_.clusters; ++c) {
-        std::vector<int32_t> last(size_t(R) * size_t(slots), -1), uses(size_t(R) * size_t(slots), 0);  // per (owner, slot)
+        std::vector<int32_t> uses(size_t(R) * size_t(slots), 0);  // per (owner, slot)
         for (int u = cluster_first[size_t(c)]; u < cluster_first[size_t(c) + 1]; ++u) {
             const int i = u - cluster_first[size_t(c)], slot = i % slots, t = units[size_t(u)].tiles;
             for (int o = 0; o < 2 * t; ++o) {
-                const size_t k = size_t(o) * size_t(slots) + size_t(slot);
-                recvs.push_back({u, o, slot, uses[k]++, units[size_t(u)].row0[o / 2] + kV2OwnerRows * (o % 2),
-                                 R * partial_bytes(), last[k]});
-                last[k] = int32_t(recvs.size()) - 1;
+                recvs.push_back({u, o, slot, uses[size_t(o) * size_t(slots) + size_t(slot)]++,
+                                 units[size_t(u)].row0[o / 2] + kV2OwnerRows * (o % 2), R * partial_bytes()});
                 frees.push_back({u, o, slot, o == 0 ? R - (2 * t - 1) : 1});
                 for (int s = 0; s < R; ++s) partials.push_back({u, s, o, o / 2, partial_bytes(), i / slots - 1});
             }

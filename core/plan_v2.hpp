@@ -6,8 +6,10 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <vector>
 
+#include "core/bf16.hpp"  // MONOKDA_HD
 #include "core/config.hpp"
 #include "core/reduction_order.hpp"
 
@@ -70,10 +72,11 @@ struct V2Partial {
 
 // The owner's use of a receive slot for a unit: its barrier completes on `bytes` (every sender's
 // partial); the owner sums the ranks in rank order, rounds once and stores proj rows row0 .. row0+7.
-// armed_by: -1, armed in INIT (the slot's first use); else the receive entry whose REDUCE re-arms the
-// slot for this use, right after summing it and before freeing it, so no byte lands unarmed.
+// The owner's REDUCE arms the use itself (its arrival and `bytes`) before it waits: partials that land
+// first take the byte count below zero, and the phase, which counts that one arrival, cannot complete
+// before it; a use's partials cannot land in the use before, since their senders wait for its free.
 struct V2Recv {
-    int32_t unit, owner, slot, round, row0, bytes, armed_by;
+    int32_t unit, owner, slot, round, row0, bytes;
 };
 
 // The owner's peer arrive that frees receive slot `slot` after its use for `unit`, on every rank of
@@ -96,20 +99,20 @@ const char* to_string(V2Role r);
 
 // A role instance's step. Operands index the plan's tables.
 enum class V2Op : int32_t {
-    INIT = 1,     // producer: the CTA's barriers initialised, each receive slot's first use armed, init fence
+    INIT = 1,     // producer: the CTA's barriers initialised, init fence
     COPY = 2,     // producer, a = chunk: arm full[slot] with its bytes, bulk copy run + offset -> slot
     SYNC = 3,     // every role, a = barrier: arrive (relaxed, after the init fence) and wait
     TAKE = 4,     // consumer, a = chunk: wait full[slot]; its tile's k-steps of its parity: the products
     FREE = 5,     // consumer, a = chunk: arrive on empty[slot]
     PAIR = 6,     // consumer, a = unit: the tile's odd warp hands its sums to the even warp (even + odd)
     SEND = 7,     // consumer (even), a = partial: st.async into the owner's receive slot
-    REDUCE = 8,   // reducer, a = receive entry: the ranks summed in rank order, rounded, proj stored, re-armed
+    REDUCE = 8,   // reducer, a = receive entry: recv[slot] armed, waited; the ranks summed in rank order, rounded, proj stored
     RELEASE = 9,  // reducer, a = free entry: peer arrive on every rank's free barrier of the slot
 };
 const char* to_string(V2Op op);
 struct V2Instr {
     int32_t op, a;
-    V2Op opcode() const { return V2Op(op); }
+    MONOKDA_HD V2Op opcode() const { return V2Op(op); }
 };
 
 // A barrier of the plan: a CTA's full[slot], empty[slot], recv[slot] (its receive slots), free[slot],
@@ -218,7 +221,42 @@ struct PlanV2Header {
     int32_t total_words;
 };
 constexpr int32_t kPlanV2Magic = 0x32504b4d;  // "MKP2"
-constexpr int32_t kPlanV2Version = 1;
+constexpr int32_t kPlanV2Version = 2;
 PlanV2Header read_v2_header(const std::vector<int32_t>& words);  // BadInput on a malformed buffer
+
+// A table's entries are its struct's words, in the flat table as in memory: the device reads an entry
+// as the struct (PlanV2View), serialize() writes the structs as they are.
+template <class T, int Words>
+constexpr bool kV2FlatEntry = std::is_trivially_copyable<T>::value && std::is_standard_layout<T>::value && sizeof(T) == 4 * Words;
+static_assert(kV2FlatEntry<V2Unit, 2 + kV2UnitTiles> && kV2FlatEntry<V2Chunk, 7> && kV2FlatEntry<V2Ring, 4> &&
+                  kV2FlatEntry<V2Partial, 6> && kV2FlatEntry<V2Recv, 6> && kV2FlatEntry<V2Free, 4> &&
+                  kV2FlatEntry<V2Barrier, 3> && kV2FlatEntry<V2Instr, 2> && kV2FlatEntry<V2Wait, 4>,
+              "a flat table entry is its struct's int32 words");
+
+// Where each table starts in the flat table (words from its start), from the header's counts: the one
+// definition of the layout, for serialize(), read_v2_header() and the device.
+struct PlanV2Layout {
+    int32_t cluster_first, units, run_offset, chunk_begin, chunks, rings, partials, recvs, frees, barriers, prog_begin,
+        instrs, wait_begin, waits;
+};
+PlanV2Layout v2_layout(const PlanV2Header& h);  // BadInput where a table would start past 2^31 words
+
+// The flat table as the device reads it (and a test, on the host): each entry as its struct.
+struct PlanV2View {
+    const int32_t* w;
+    PlanV2Layout at;
+    MONOKDA_HD int cluster_first(int cluster) const { return w[at.cluster_first + cluster]; }
+    MONOKDA_HD const V2Unit& unit(int u) const { return reinterpret_cast<const V2Unit*>(w + at.units)[u]; }
+    MONOKDA_HD int run_offset(int cta) const { return w[at.run_offset + cta]; }
+    MONOKDA_HD int chunk_begin(int cta) const { return w[at.chunk_begin + cta]; }
+    MONOKDA_HD const V2Chunk& chunk(int cta, int j) const {
+        return reinterpret_cast<const V2Chunk*>(w + at.chunks)[chunk_begin(cta) + j];
+    }
+    MONOKDA_HD const V2Recv& recv(int e) const { return reinterpret_cast<const V2Recv*>(w + at.recvs)[e]; }
+    MONOKDA_HD const V2Free& free_entry(int e) const { return reinterpret_cast<const V2Free*>(w + at.frees)[e]; }
+    // process p's steps are instrs prog_begin(p) .. prog_begin(p + 1) − 1 (p = cta · kV2ProcsPerCta + role)
+    MONOKDA_HD int prog_begin(int p) const { return w[at.prog_begin + p]; }
+    MONOKDA_HD const V2Instr& instr(int i) const { return reinterpret_cast<const V2Instr*>(w + at.instrs)[i]; }
+};
 
 }  // namespace monokda

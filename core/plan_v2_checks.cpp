@@ -219,21 +219,20 @@ void owners_publish_rows(Checker& c) {
 }
 
 // A unit's receive slot is its index in the cluster mod recv_slots; each (owner, slot)'s uses are
-// rounds 0, 1, …, each armed by the use before (the first by INIT); a sender waits for the slot's
-// previous use to be freed.
+// rounds 0, 1, … (the parity its REDUCE waits with); a sender waits for the slot's previous use to be freed.
 void recv_slot_rounds(Checker& c) {
     const PlanV2& p = c.p;
     const int slots = p.params().recv_slots;
-    std::map<std::pair<int, int>, std::pair<int, int>> last;  // (cta, slot) -> (entry, round)
+    std::map<std::pair<int, int>, int> last;  // (cta, slot) -> round
     for (size_t e = 0; e < p.recvs.size(); ++e) {
         const V2Recv& rv = p.recvs[e];
         const int i = p.unit_in_cluster(rv.unit), owner = p.cta(p.units[size_t(rv.unit)].cluster, rv.owner);
         auto it = last.find({owner, rv.slot});
-        const int prev = it == last.end() ? -1 : it->second.first, round = it == last.end() ? 0 : it->second.second + 1;
-        c.need(rv.slot == i % slots && rv.round == round && rv.armed_by == prev,
-               "receive entry " + n(long(e)) + " is slot " + n(rv.slot) + " round " + n(rv.round) + " armed by " + n(rv.armed_by) +
-                   "; unit " + n(i) + " of its cluster takes slot " + n(i % slots) + " round " + n(round) + ", armed by " + n(prev));
-        last[{owner, rv.slot}] = {int(e), rv.round};
+        const int round = it == last.end() ? 0 : it->second + 1;
+        c.need(rv.slot == i % slots && rv.round == round,
+               "receive entry " + n(long(e)) + " is slot " + n(rv.slot) + " round " + n(rv.round) + "; unit " + n(i) +
+                   " of its cluster takes slot " + n(i % slots) + " round " + n(round));
+        last[{owner, rv.slot}] = rv.round;
         for (int s = 0; s < p.params().ranks && e * size_t(p.params().ranks) + size_t(s) < p.partials.size(); ++s) {
             const V2Partial& pa = p.partials[e * size_t(p.params().ranks) + size_t(s)];
             c.need(pa.free_round == i / slots - 1, "partial " + n(long(e) * p.params().ranks + s) + " waits for free round " +

@@ -13,16 +13,55 @@ namespace monokda {
 
 namespace {
 
-// Words of the table after the header, in order, given its counts (one definition for writing and
-// for checking a buffer's length).
-int64_t body_words(const PlanV2Header& h, int64_t waits) {
-    const int64_t procs = int64_t(h.ctas) * kV2ProcsPerCta;
-    return (h.clusters + 1) + int64_t(h.n_units) * (2 + kV2UnitTiles) + (h.ctas + 1) + (h.ctas + 1) + int64_t(h.n_chunks) * 7 +
-           int64_t(h.ctas) * 4 + int64_t(h.n_partials) * 6 + int64_t(h.n_recvs) * 7 + int64_t(h.n_frees) * 4 +
-           int64_t(h.n_barriers) * 3 + (procs + 1) + int64_t(h.n_instrs) * 2 + (h.n_instrs + 1) + waits * 4;
+// A table's entries as their structs' words (kV2FlatEntry: the struct is the entry).
+template <class T>
+void put_table(std::vector<int32_t>& w, const T* v, size_t n) {
+    const size_t at = w.size();
+    w.resize(at + n * sizeof(T) / 4);
+    if (n) std::memcpy(&w[at], v, n * sizeof(T));
+}
+template <class T>
+void put_table(std::vector<int32_t>& w, const std::vector<T>& v) {
+    put_table(w, v.data(), v.size());
+}
+
+// Each step's waits as serialize() lays them out, in process order.
+std::vector<std::vector<V2Wait>> all_waits(const PlanV2& p) {
+    std::vector<std::vector<V2Wait>> out;
+    for (int q = 0; q < p.processes(); ++q)
+        for (int i = 0; i < int(p.programs[size_t(q)].size()); ++i) out.push_back(p.waits(q, i));
+    return out;
 }
 
 }  // namespace
+
+PlanV2Layout v2_layout(const PlanV2Header& h) {
+    for (int32_t count : {h.ranks, h.clusters, h.ctas, h.n_units, h.n_chunks, h.n_partials, h.n_recvs, h.n_frees, h.n_barriers, h.n_instrs})
+        if (count < 0) bad_input("plan v2 buffer: a negative count in its header");
+    PlanV2Layout L{};
+    int64_t at = int64_t(sizeof(PlanV2Header) / 4);
+    auto next = [&](int32_t& table, int64_t words) {
+        if (at > INT32_MAX) bad_input("plan v2: the flat table exceeds 2^31 words");
+        table = int32_t(at);
+        at += words;
+    };
+    const int64_t procs = int64_t(h.ctas) * kV2ProcsPerCta;
+    next(L.cluster_first, int64_t(h.clusters) + 1);
+    next(L.units, int64_t(h.n_units) * int64_t(sizeof(V2Unit) / 4));
+    next(L.run_offset, int64_t(h.ctas) + 1);
+    next(L.chunk_begin, int64_t(h.ctas) + 1);
+    next(L.chunks, int64_t(h.n_chunks) * int64_t(sizeof(V2Chunk) / 4));
+    next(L.rings, int64_t(h.ctas) * int64_t(sizeof(V2Ring) / 4));
+    next(L.partials, int64_t(h.n_partials) * int64_t(sizeof(V2Partial) / 4));
+    next(L.recvs, int64_t(h.n_recvs) * int64_t(sizeof(V2Recv) / 4));
+    next(L.frees, int64_t(h.n_frees) * int64_t(sizeof(V2Free) / 4));
+    next(L.barriers, int64_t(h.n_barriers) * int64_t(sizeof(V2Barrier) / 4));
+    next(L.prog_begin, procs + 1);
+    next(L.instrs, int64_t(h.n_instrs) * int64_t(sizeof(V2Instr) / 4));
+    next(L.wait_begin, int64_t(h.n_instrs) + 1);
+    next(L.waits, 0);  // the last table: its length is what remains
+    return L;
+}
 
 std::vector<int32_t> PlanV2::serialize() const {
     PlanV2Header h{};
@@ -35,44 +74,51 @@ std::vector<int32_t> PlanV2::serialize() const {
     for (const auto& c : chunks) h.n_chunks += int32_t(c.size());
     h.n_partials = int32_t(partials.size()), h.n_recvs = int32_t(recvs.size()), h.n_frees = int32_t(frees.size());
     h.n_barriers = int32_t(barriers.size());
-    std::vector<std::vector<V2Wait>> waits_of;
-    for (int p = 0; p < processes(); ++p)
-        for (int i = 0; i < int(programs[size_t(p)].size()); ++i) waits_of.push_back(waits(p, i));
+    const std::vector<std::vector<V2Wait>> waits_of = all_waits(*this);
     h.n_instrs = int32_t(waits_of.size());
     int64_t n_waits = 0;
     for (const auto& w : waits_of) n_waits += int64_t(w.size());
-    const int64_t total = int64_t(sizeof(PlanV2Header) / 4) + body_words(h, n_waits);
+    const int64_t total = int64_t(v2_layout(h).waits) + n_waits * int64_t(sizeof(V2Wait) / 4);
     if (total > INT32_MAX) bad_input("plan v2: the flat table exceeds 2^31 words");
     h.total_words = int32_t(total);
-    std::vector<int32_t> w(sizeof(PlanV2Header) / 4);
-    std::memcpy(w.data(), &h, sizeof h);
-    auto put = [&](std::initializer_list<int32_t> v) { w.insert(w.end(), v); };
-    w.insert(w.end(), cluster_first.begin(), cluster_first.end());
-    for (const V2Unit& u : units) put({u.cluster, u.tiles, u.row0[0], u.row0[1], u.row0[2], u.row0[3]});
-    w.insert(w.end(), run_offset.begin(), run_offset.end());
+    std::vector<int32_t> w;
+    w.reserve(size_t(total));
+    put_table(w, &h, 1);
+    put_table(w, cluster_first);
+    put_table(w, units);
+    put_table(w, run_offset);
     int32_t at = 0;
-    for (const auto& c : chunks) put({at}), at += int32_t(c.size());
-    put({at});
-    for (const auto& c : chunks)
-        for (const V2Chunk& x : c) put({x.unit, x.kstep0, x.ksteps, x.bytes, x.offset, x.slot, x.round});
-    for (const V2Ring& r : rings) put({r.slot_bytes, r.depth, r.in_flight, r.consumers});
-    for (const V2Partial& x : partials) put({x.unit, x.sender, x.owner, x.tile, x.bytes, x.free_round});
-    for (const V2Recv& x : recvs) put({x.unit, x.owner, x.slot, x.round, x.row0, x.bytes, x.armed_by});
-    for (const V2Free& x : frees) put({x.unit, x.owner, x.slot, x.count});
-    for (const V2Barrier& x : barriers) put({x.cluster, x.point, x.scope});
+    for (const auto& c : chunks) w.push_back(at), at += int32_t(c.size());
+    w.push_back(at);
+    for (const auto& c : chunks) put_table(w, c);
+    put_table(w, rings);
+    put_table(w, partials);
+    put_table(w, recvs);
+    put_table(w, frees);
+    put_table(w, barriers);
     at = 0;
-    for (const auto& p : programs) put({at}), at += int32_t(p.size());
-    put({at});
-    for (const auto& p : programs)
-        for (const V2Instr& in : p) put({in.op, in.a});
+    for (const auto& p : programs) w.push_back(at), at += int32_t(p.size());
+    w.push_back(at);
+    for (const auto& p : programs) put_table(w, p);
     at = 0;
-    for (const auto& ws : waits_of) put({at}), at += int32_t(ws.size());
-    put({at});
-    for (const auto& ws : waits_of)
-        for (const V2Wait& x : ws) put({int32_t(x.bar.kind), x.bar.cta, x.bar.index, x.round});
+    for (const auto& ws : waits_of) w.push_back(at), at += int32_t(ws.size());
+    w.push_back(at);
+    for (const auto& ws : waits_of) put_table(w, ws);
     if (int64_t(w.size()) != total) throw std::logic_error("plan v2: the flat table's length is not its header's");
     return w;
 }
+
+namespace {
+
+// An index table (begin[0..n]) from 0 to `end`, never decreasing: what the device follows to a range.
+bool spans(const std::vector<int32_t>& w, int32_t at, int64_t n, int64_t end) {
+    if (w[size_t(at)] != 0 || w[size_t(at + n)] != end) return false;
+    for (int64_t i = 0; i < n; ++i)
+        if (w[size_t(at + i)] > w[size_t(at + i + 1)]) return false;
+    return true;
+}
+
+}  // namespace
 
 PlanV2Header read_v2_header(const std::vector<int32_t>& words) {
     PlanV2Header h{};
@@ -83,9 +129,38 @@ PlanV2Header read_v2_header(const std::vector<int32_t>& words) {
         bad_input("plan v2 buffer: version " + std::to_string(h.version) + " (expected " + std::to_string(kPlanV2Version) + ")");
     if (h.ctas != h.ranks * h.clusters || h.ctas < 1 || h.total_words != int64_t(words.size()))
         bad_input("plan v2 buffer: sizes in the header do not match its length");
+    const PlanV2Layout L = v2_layout(h);
     // the wait count is the last table's: the words that remain once every other table is counted
-    const int64_t rest = int64_t(words.size()) - int64_t(sizeof(PlanV2Header) / 4) - body_words(h, 0);
-    if (rest < 0 || rest % 4) bad_input("plan v2 buffer: sizes in the header do not match its length");
+    const int64_t rest = int64_t(words.size()) - int64_t(L.waits);
+    if (rest < 0 || rest % int64_t(sizeof(V2Wait) / 4)) bad_input("plan v2 buffer: sizes in the header do not match its length");
+    // the index tables the device follows stay inside the tables they index
+    const int64_t procs = int64_t(h.ctas) * kV2ProcsPerCta;
+    if (!spans(words, L.cluster_first, h.clusters, h.n_units) || !spans(words, L.chunk_begin, h.ctas, h.n_chunks) ||
+        !spans(words, L.prog_begin, procs, h.n_instrs) || !spans(words, L.wait_begin, h.n_instrs, rest / 4))
+        bad_input("plan v2 buffer: an index table (cluster_first, chunk_begin, prog_begin, wait_begin) does not span its table");
+    const PlanV2View v{words.data(), L};
+    for (int u = 0; u < h.n_units; ++u)
+        if (v.unit(u).tiles < 1 || v.unit(u).tiles > kV2UnitTiles)
+            bad_input("plan v2 buffer: unit " + std::to_string(u) + " has " + std::to_string(v.unit(u).tiles) + " tiles");
+    for (int e = 0; e < h.n_recvs; ++e)
+        if (v.recv(e).slot < 0 || v.recv(e).slot >= h.recv_slots || v.recv(e).row0 < 0 || v.recv(e).row0 + kV2OwnerRows > h.N)
+            bad_input("plan v2 buffer: receive entry " + std::to_string(e) + " names a slot or rows outside the plan's");
+    for (int k = 0; k < h.ctas; ++k)
+        for (int j = 0; j < v.chunk_begin(k + 1) - v.chunk_begin(k); ++j)
+            if (v.chunk(k, j).slot < 0 || v.chunk(k, j).slot >= h.ring_depth)
+                bad_input("plan v2 buffer: CTA " + std::to_string(k) + " chunk " + std::to_string(j) + " names a ring slot outside its ring");
+    const int32_t operand_end[] = {0, 1, 0, h.n_barriers, 0, 0, h.n_units, h.n_partials, h.n_recvs, h.n_frees};  // by op
+    for (int64_t p = 0; p < procs; ++p)
+        for (int i = v.prog_begin(int(p)); i < v.prog_begin(int(p) + 1); ++i) {
+            const V2Instr& in = v.instr(i);
+            const int k = int(p / kV2ProcsPerCta);
+            const int32_t end = in.op == int32_t(V2Op::COPY) || in.op == int32_t(V2Op::TAKE) || in.op == int32_t(V2Op::FREE)
+                                    ? v.chunk_begin(k + 1) - v.chunk_begin(k)
+                                    : in.op >= 1 && in.op <= int32_t(V2Op::RELEASE) ? operand_end[in.op] : -1;
+            if (in.a < 0 || in.a >= end)
+                bad_input("plan v2 buffer: step " + std::to_string(i) + " (op " + std::to_string(in.op) + ") has operand " +
+                          std::to_string(in.a) + ", outside the table it names");
+        }
     return h;
 }
 
@@ -163,7 +238,7 @@ std::string PlanV2::to_json() const {
             senders.push_back({{"rank", pa.sender}, {"tile", pa.tile}, {"bytes", pa.bytes}, {"free_round", pa.free_round}});
         }
         rv.push_back({{"unit", x.unit}, {"owner", x.owner}, {"rows", {x.row0, x.row0 + kV2OwnerRows - 1}}, {"slot", x.slot},
-                      {"round", x.round}, {"bytes", x.bytes}, {"armed_by", x.armed_by}, {"senders", senders},
+                      {"round", x.round}, {"bytes", x.bytes}, {"senders", senders},
                       {"free_arrivals", frees[e].count}});
     }
     j["cluster_buffers"] = rv;

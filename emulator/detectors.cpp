@@ -47,7 +47,8 @@ const std::vector<DetectorInfo>& detector_list() {
          "AMD: a poll while another task's weight loads are outstanding (until used, landed or not)",
          Fault::kda_loads_at_start, ""},
         {D::deadlock, "deadlock", V::DEADLOCK,
-         "a hang whose wait-for chain is circular or ends at a CTA that never gets a place",
+         "a hang: kernel v1, a wait-for chain that is circular or ends at a CTA that never gets a place; kernel v2, "
+         "no role can step and nothing is in flight",
          Fault::too_few_resident, ""},
         {D::lost_handoff, "lost_handoff", V::LIVELOCK,
          "a hang whose wait-for chain ends at a producer that never stored the entry, or stored another epoch",

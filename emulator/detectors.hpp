@@ -15,7 +15,8 @@ namespace monokda::emu {
 // The closed set of outcomes, printed in capitals.
 enum class Verdict {
     PASS,
-    DEADLOCK,           // circular wait: through mailboxes, or through residency (a needed CTA never gets a place)
+    DEADLOCK,           // circular wait: through mailboxes, or through residency (a needed CTA never gets a place);
+                        // kernel v2: no role can step and nothing is in flight
     LIVELOCK,           // CTAs spin forever on a hand-off nothing will deliver (lost store, wrong epoch tag)
     STALE_READ,         // a CTA consumed a value stored in an earlier step (or never stored)
     VISIBILITY_FAULT,   // a CTA read data not ordered after its store by a release/acquire chain

@@ -71,9 +71,6 @@ Machine::Machine(const PlanV2& p, const std::vector<bf16>& x, const std::vector<
         m.count = m.pending = b.scope ? kV2ProcsPerCta : L_;
         cbar_.push_back(std::vector<MBar>(size_t(b.scope ? R_ : 1), m));
     }
-    armed_by_.assign(p.recvs.size(), {});
-    for (size_t e = 0; e < p.recvs.size(); ++e)
-        if (p.recvs[e].armed_by >= 0) armed_by_[size_t(p.recvs[e].armed_by)].push_back(int32_t(e));
     res_.proj.assign(size_t(S_) * size_t(c.N), bf16{});
     res_.writer.assign(res_.proj.size(), -1);
 }

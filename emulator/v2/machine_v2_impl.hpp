@@ -124,7 +124,6 @@ private:
     std::vector<CtaState> ctas_;
     std::vector<std::vector<MBar>> cbar_;  // [barrier][instance]: one a cluster, or one a CTA (scope 1)
     std::vector<std::vector<std::vector<V2Wait>>> waits_;  // [process][step]
-    std::vector<std::vector<int32_t>> armed_by_;           // [receive entry]: the entries its REDUCE arms
     std::priority_queue<Landing, std::vector<Landing>, std::greater<Landing>> landings_;
     std::unique_ptr<Scheduler> sched_;
     bool delay_cta_ = false;

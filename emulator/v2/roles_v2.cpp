@@ -30,7 +30,7 @@ bool Machine::step(int p) {
 }
 
 // The CTA's barriers made (full: the producer's arrive, empty: the consumers', recv: the owner's,
-// free: the ranks'), and each receive slot's first use armed with its bytes.
+// free: the ranks'); the owner arms each receive slot's use at its REDUCE.
 void Machine::init(int p) {
     const int k = PlanV2::proc_cta(p);
     CtaState& cs = ctas_[size_t(k)];
@@ -39,11 +39,6 @@ void Machine::init(int p) {
     for (MBar& b : cs.empty) make(b, plan_.rings[size_t(k)].consumers, p);
     for (MBar& b : cs.recv) make(b, 1, p);
     for (MBar& b : cs.free) make(b, R_, p);
-    for (const V2Recv& rv : plan_.recvs)
-        if (rv.armed_by < 0 && plan_.cta(plan_.units[size_t(rv.unit)].cluster, rv.owner) == k) {
-            expect(cs.recv[size_t(rv.slot)], rv.bytes);
-            arrive(cs.recv[size_t(rv.slot)], 1, procs_[size_t(p)].vc);
-        }
 }
 
 bool Machine::copy(int p, const V2Instr& in) {
@@ -203,10 +198,21 @@ bool Machine::send(int p, const V2Instr& in) {
     return true;
 }
 
+// The owner arms the slot's use (its arrival and the bytes every partial brings), then waits for the
+// phase: partials that landed before the arm have taken the byte count below zero, and the phase
+// cannot complete without the arrival.
 bool Machine::reduce(int p, const V2Instr& in) {
     Proc& pr = procs_[size_t(p)];
     const int k = PlanV2::proc_cta(p), cl = plan_.cluster_of(k), e = in.a;
     const V2Recv& rv = plan_.recvs[size_t(e)];
+    if (pr.sub == 0) {
+        MBar& b = ctas_[size_t(k)].recv[size_t(rv.slot)];
+        check_made(b, p, "arms recv[slot " + n(rv.slot) + "]");
+        tick(p);
+        expect(b, rv.bytes);
+        arrive(b, 1, pr.vc);
+        pr.sub = 1;
+    }
     if (!await(p, waits_[size_t(p)][pr.pc][0])) return false;
     auto& regions = ctas_[size_t(k)].regions[size_t(rv.slot)];
     for (int s = 0; s < R_ && on(Detector::partials_landed); ++s) {
@@ -233,11 +239,6 @@ bool Machine::reduce(int p, const V2Instr& in) {
             res_.writer[size_t(s) * size_t(N) + size_t(rv.row0 + i)] = e;
         }
     for (Region& g : regions) g.read = rv.unit, g.read_clock = pr.vc[size_t(pr.self)];
-    for (int32_t next : armed_by_[size_t(e)]) {  // the slot's next use, armed before it is freed
-        MBar& b = ctas_[size_t(k)].recv[size_t(plan_.recvs[size_t(next)].slot)];
-        expect(b, plan_.recvs[size_t(next)].bytes);
-        arrive(b, 1, pr.vc);
-    }
     return true;
 }
 

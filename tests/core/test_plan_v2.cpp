@@ -1,12 +1,13 @@
-// Kernel v2's plan (core/plan_v2.hpp): the production plan deals its units and packs its runs as the
-// in_proj probe does (bench/probes/v2_inproj_host.hpp, an independent definition of the same
-// layout), the small plan's tables and waits as worked out by hand, the flat table's header and
-// its refusals, and the parameters' validation.
+// Kernel v2's plan (core/plan_v2.hpp): the production plan's units and runs, the packed weight's
+// layout and its independence of the ring's setting and S, the small plan's tables and waits, all as
+// worked out by hand, the JSON form, and the parameters' validation (the flat table:
+// test_plan_v2_flat.cpp; the checks: test_plan_v2_checks.cpp).
 #include <doctest/doctest.h>
+
+#include <algorithm>
 
 #include <nlohmann/json.hpp>
 
-#include "bench/probes/v2_inproj_host.hpp"
 #include "core/error.hpp"
 #include "core/plan_v2.hpp"
 #include "core/rng.hpp"
@@ -34,38 +35,90 @@ bool has_wait(const std::vector<V2Wait>& w, V2Bar kind, int cta, int index, int 
 
 }  // namespace
 
-TEST_CASE("the production plan's unit table is the probe's deal_units") {
+TEST_CASE("the production plan's units: 64-row blocks round-robin over the clusters, then the tail's tiles one by one") {
     const PlanV2 p = plan_for("k3");
-    const probe::v2::Units t = probe::v2::deal_units();
-    REQUIRE(p.ctas() == probe::v2::kCtas);
-    CHECK(p.cluster_first == t.first);
-    REQUIRE(p.units.size() == t.mt.size());
-    for (size_t u = 0; u < p.units.size(); ++u) {
-        CAPTURE(u);
-        CHECK(p.units[u].tiles == t.mt[u]);
-        for (int k = 0; k < kV2UnitTiles; ++k) CHECK(p.units[u].row0[k] == (k < t.mt[u] ? t.row0[u * 4 + size_t(k)] : -1));
-    }
-    // every cluster has 26 or 27 tiles, in 7 units
+    REQUIRE(p.ctas() == 120);
+    REQUIRE(p.cluster_first.size() == 16);
+    // 98 blocks of 64 rows: 90 in six whole rounds (rows 0..5759), then 33 tail tiles from row 5760, so
+    // clusters 0..2 get three tail tiles (27 tiles, the last unit of 3), the others two (26, the last of 2)
     for (int c = 0; c < 15; ++c) {
-        int tiles = 0;
-        for (int u = p.cluster_first[size_t(c)]; u < p.cluster_first[size_t(c) + 1]; ++u) tiles += p.units[size_t(u)].tiles;
-        CHECK((tiles == 26 || tiles == 27));
-        CHECK(p.cluster_first[size_t(c) + 1] - p.cluster_first[size_t(c)] == 7);
+        CAPTURE(c);
+        REQUIRE(p.cluster_first[size_t(c) + 1] - p.cluster_first[size_t(c)] == 7);
+        for (int i = 0; i < 6; ++i) {
+            const V2Unit& u = p.units[size_t(p.cluster_first[size_t(c)] + i)];
+            CHECK(u.cluster == c);
+            CHECK(u.tiles == 4);
+            for (int k = 0; k < 4; ++k) CHECK(u.row0[k] == 64 * (c + 15 * i) + 16 * k);
+        }
+        const V2Unit& last = p.units[size_t(p.cluster_first[size_t(c)] + 6)];
+        CHECK(last.tiles == (c < 3 ? 3 : 2));
+        CHECK(last.row0[0] == 5760 + 16 * c);
+        CHECK(last.row0[1] == 5760 + 16 * (c + 15));
+        CHECK(last.row0[2] == (c < 3 ? 5760 + 16 * (c + 30) : -1));
+        CHECK(last.row0[3] == -1);
     }
 }
 
-TEST_CASE("the production plan's packed weight and run offsets are the probe's pack") {
-    const Config c = step("k3", 1, 1);
+TEST_CASE("the production plan's runs: a CTA's its cluster's tiles x 56 k-steps x 512 bytes, back to back, the weight once") {
+    const PlanV2 p = plan_for("k3", 1, 1);
+    const int run27 = 27 * 56 * 512, run26 = 26 * 56 * 512;
+    CHECK(p.run_offset[1] == run27);
+    CHECK(p.run_offset[8] == 8 * run27);
+    CHECK(p.run_offset[25] == 24 * run27 + run26);
+    CHECK(p.run_offset.back() == 24 * run27 + 96 * run26);
+    CHECK(p.run_offset.back() == 6288 * 7168 * 2);  // every weight element once
+    // chunk j: 14 k-steps of all the unit's tiles, 4 chunks a unit
+    CHECK(p.chunks[0].size() == 28);
+    CHECK(p.chunks[0][5].offset == 5 * 14 * 4 * 512);
+    CHECK(p.chunks[0][27].bytes == 14 * 3 * 512);
+}
+
+TEST_CASE("the packed weight: A fragments lane by lane, [k-step][tile], the same bytes whatever the ring, chunks or S") {
+    Config c = Config::preset("small");
+    c.D = 1024;  // 8 k-steps a rank: chunks of 2, 4 or 8
+    c.R = 2, c.L = 4, c.slots = c.S() + 1;
     const PlanV2 p = PlanV2::build(c, PlanV2Params::for_config(c));
-    std::vector<uint16_t> w(size_t(c.N) * size_t(c.D));
-    Rng rng(7);
+    // two weights naming each element's row and column
+    std::vector<uint16_t> rows(size_t(c.N) * size_t(c.D)), cols(rows.size());
+    for (int r = 0; r < c.N; ++r)
+        for (int d = 0; d < c.D; ++d) rows[size_t(r) * size_t(c.D) + size_t(d)] = uint16_t(r), cols[size_t(r) * size_t(c.D) + size_t(d)] = uint16_t(d);
+    const std::vector<uint16_t> pr = p.pack_weight(rows), pc = p.pack_weight(cols);
+    REQUIRE(pr.size() == rows.size());
+    auto at = [&](size_t i) { return std::make_pair(int(pr[i]), int(pc[i])); };
+    // lane 4g + q holds rows g, g, g+8, g+8, g, g, g+8, g+8 of columns 2q, 2q+1, 2q, 2q+1, 2q+8, 2q+9, 2q+8, 2q+9
+    const int lane0[8][2] = {{0, 0}, {0, 1}, {8, 0}, {8, 1}, {0, 8}, {0, 9}, {8, 8}, {8, 9}};
+    const int lane5[8][2] = {{1, 2}, {1, 3}, {9, 2}, {9, 3}, {1, 10}, {1, 11}, {9, 10}, {9, 11}};
+    for (int e = 0; e < 8; ++e) {
+        CHECK(at(size_t(e)) == std::make_pair(lane0[e][0], lane0[e][1]));
+        CHECK(at(size_t(5 * 8 + e)) == std::make_pair(lane5[e][0], lane5[e][1]));
+    }
+    CHECK(at(256) == std::make_pair(16, 0));       // tile 1 of k-step 0 (unit 0's rows 16..31)
+    CHECK(at(4 * 256) == std::make_pair(0, 16));   // k-step 1, tile 0
+    CHECK(at(size_t(p.run_offset[1]) / 2) == std::make_pair(0, 128));  // rank 1's slice starts at column 128
+    std::vector<int> seen(rows.size(), 0);
+    for (size_t i = 0; i < pr.size(); ++i) ++seen[size_t(pr[i]) * size_t(c.D) + pc[i]];
+    CHECK(std::count(seen.begin(), seen.end(), 1) == long(seen.size()));
+    // what the probe relies on when it packs once for every setting it runs
+    std::vector<uint16_t> w(rows.size());
+    Rng rng(11);
     for (auto& v : w) v = uint16_t(rng.below(65536));
-    std::vector<int> off;
-    const std::vector<uint16_t> want = probe::v2::pack(w, probe::v2::deal_units(), off);
-    CHECK(p.run_offset == off);
-    const std::vector<uint16_t> got = p.pack_weight(w);
-    REQUIRE(got.size() == want.size());
-    CHECK(got == want);
+    const std::vector<uint16_t> want = p.pack_weight(w);
+    for (int kq : {4, 8})
+        for (int depth : {2, 5})
+            for (int slots : {1, 3})
+                for (int L : {1, 8}) {
+                    Config s = c;
+                    s.R = 8 / L, s.L = L, s.slots = s.S() + 1;
+                    PlanV2Params q = PlanV2Params::for_config(s);
+                    q.chunk_ksteps = kq, q.ring_depth = depth, q.in_flight = 2, q.recv_slots = slots;
+                    const PlanV2 other = PlanV2::build(s, q);
+                    CAPTURE(kq);
+                    CAPTURE(depth);
+                    CAPTURE(slots);
+                    CAPTURE(L);
+                    CHECK(other.run_offset == p.run_offset);
+                    CHECK(other.pack_weight(w) == want);
+                }
     CHECK_THROWS_AS(p.pack_weight(std::vector<uint16_t>(10)), BadInput);
 }
 
@@ -98,8 +151,6 @@ TEST_CASE("the small plan: units, chunks, owners and frees as worked out by hand
             CHECK(p.recvs[e].slot == 0);
             CHECK(p.recvs[e].round == 1);
             CHECK(p.frees[e].count == (p.recvs[e].owner == 0 ? 7 : 1));
-            CHECK(p.recvs[e].armed_by >= 0);
-            CHECK(p.recvs[size_t(p.recvs[e].armed_by)].unit == 0);  // its slot's use before, re-armed when summed
         }
     CHECK(seen == 2);
     CHECK(p.problems().empty());
@@ -144,34 +195,6 @@ TEST_CASE("the small plan's waits: ring refills, the in-flight cap, receive slot
     CHECK(p.describe(rp[5]) == "REDUCE(unit 2, rows 256..263, slot 0)");
     // rank 2 owns rows in units 0 and 1 only
     CHECK(p.programs[size_t(PlanV2::proc(p.cta(0, 2), V2Role::reducer))].size() == 2 + 2 * 2);
-}
-
-TEST_CASE("the flat table: the header's counts, its length, and refusals of a malformed buffer") {
-    const PlanV2 p = plan_for("small");
-    std::vector<int32_t> w = p.serialize();
-    const PlanV2Header h = read_v2_header(w);
-    CHECK(h.ctas == 16);
-    CHECK(h.n_units == 6);
-    CHECK(h.n_chunks == 16 * 3);
-    CHECK(h.n_recvs == int(p.recvs.size()));
-    CHECK(h.n_partials == 8 * h.n_recvs);
-    CHECK(h.partial_bytes == 256);
-    CHECK(h.total_words == int(w.size()));
-    const size_t hw = sizeof(PlanV2Header) / 4;
-    CHECK(std::vector<int32_t>(w.begin() + long(hw), w.begin() + long(hw) + 3) == std::vector<int32_t>{0, 3, 6});  // cluster_first
-    CHECK(w[hw + 3] == 0);  // unit 0: cluster 0, 4 tiles, rows 0, 16, 32, 48
-    CHECK(w[hw + 4] == 4);
-    CHECK(w[hw + 8] == 48);
-    std::vector<int32_t> bad = w;
-    bad[0] ^= 1;
-    CHECK_THROWS_AS(read_v2_header(bad), BadInput);
-    bad = w;
-    bad.push_back(0);
-    CHECK_THROWS_AS(read_v2_header(bad), BadInput);
-    bad = w;
-    bad[1] = 99;
-    CHECK_THROWS_AS(read_v2_header(bad), BadInput);
-    CHECK_THROWS_AS(read_v2_header(std::vector<int32_t>(3)), BadInput);
 }
 
 TEST_CASE("the JSON form holds every table and every role's program") {

@@ -53,7 +53,7 @@ const std::vector<Plant>& plants() {
              p.partials[1].sender = 0;  // rank 1's SEND now names a partial of rank 0
          }},
         {"owners_publish_rows", "publishes rows 8..; owner rank 0 of unit 0 owns 0..", [](PlanV2& p) { p.recvs[0].row0 = 8; }},
-        {"recv_slot_rounds", "round 2 armed by", [](PlanV2& p) { p.recvs[recv_of(p, 2, 0)].round = 2; }},
+        {"recv_slot_rounds", "is slot 0 round 2; unit 2 of its cluster takes slot 0 round 1", [](PlanV2& p) { p.recvs[recv_of(p, 2, 0)].round = 2; }},
         {"free_counts", "arrive 9 times on each free barrier", [](PlanV2& p) { p.frees[0].count += 1; }},
         // cluster 0's entry barrier a CTA barrier (as the emulator's missing_cluster_barrier fault)
         {"cluster_barriers", "the entry barrier of cluster 0 has CTA scope", [](PlanV2& p) { p.barriers[0].scope = 1; }},

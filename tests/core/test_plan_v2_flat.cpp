@@ -1,0 +1,151 @@
+// Kernel v2's flat table (core/plan_v2_flat.cpp, docs/plan.md "The flat table"): the header's counts
+// and a few words at positions worked out by hand, every entry the device reads decoding back, through
+// PlanV2View at v2_layout's offsets, to the plan's own tables, and each planted corruption of a buffer
+// refused by read_v2_header with what is wrong named.
+#include <doctest/doctest.h>
+
+#include <functional>
+
+#include "core/error.hpp"
+#include "core/plan_v2.hpp"
+
+using namespace monokda;
+
+namespace {
+
+PlanV2 plan_for(const char* preset, int R, int L) {
+    Config c = Config::preset(preset);
+    c.R = R, c.L = L, c.slots = c.S() + 1;
+    return PlanV2::build(c, PlanV2Params::for_config(c));
+}
+
+// read_v2_header refuses w, with `names` in its message
+void refused(const std::vector<int32_t>& w, const char* names) {
+    try {
+        read_v2_header(w);
+        FAIL("read_v2_header accepted a buffer that ", names);
+    } catch (const BadInput& e) {
+        CHECK_MESSAGE(std::string(e.what()).find(names) != std::string::npos, e.what());
+    }
+}
+
+}  // namespace
+
+TEST_CASE("the flat table: the header's counts, words where worked out by hand, refusals of a malformed buffer") {
+    const PlanV2 p = plan_for("small", 2, 4);
+    std::vector<int32_t> w = p.serialize();
+    const PlanV2Header h = read_v2_header(w);
+    CHECK(h.version == 2);
+    CHECK(h.ctas == 16);
+    CHECK(h.n_units == 6);
+    CHECK(h.n_chunks == 16 * 3);
+    CHECK(h.n_recvs == int(p.recvs.size()));
+    CHECK(h.n_partials == 8 * h.n_recvs);
+    CHECK(h.partial_bytes == 256);
+    CHECK(h.total_words == int(w.size()));
+    const size_t hw = sizeof(PlanV2Header) / 4;
+    CHECK(hw == 22);
+    CHECK(std::vector<int32_t>(w.begin() + long(hw), w.begin() + long(hw) + 3) == std::vector<int32_t>{0, 3, 6});  // cluster_first
+    CHECK(w[hw + 3] == 0);  // unit 0: cluster 0, 4 tiles, rows 0, 16, 32, 48
+    CHECK(w[hw + 4] == 4);
+    CHECK(w[hw + 8] == 48);
+    // unit 2, the short one: 1 tile, row 256, then -1 past it
+    CHECK(std::vector<int32_t>(w.begin() + long(hw + 3 + 2 * 6), w.begin() + long(hw + 3 + 3 * 6)) ==
+          std::vector<int32_t>{0, 1, 256, -1, -1, -1});
+    // the run offsets follow the 6 units: CTA 1's run starts after cluster 0's 9 tiles × 2 k-steps × 512 bytes
+    const PlanV2Layout L = v2_layout(h);
+    CHECK(L.cluster_first == 22);
+    CHECK(L.units == 25);
+    CHECK(L.run_offset == 25 + 36);
+    CHECK(w[size_t(L.run_offset) + 1] == 9 * 2 * 512);
+    CHECK(w[size_t(L.run_offset) + 16] == 8 * (9 + 9) * 2 * 512);
+    std::vector<int32_t> bad = w;
+    bad[0] ^= 1;
+    refused(bad, "bad magic");
+    bad = w;
+    bad.push_back(0);
+    refused(bad, "do not match its length");
+    bad = w;
+    bad[1] = 1;
+    refused(bad, "version 1 (expected 2)");
+    refused(std::vector<int32_t>(3), "shorter than its header");
+}
+
+TEST_CASE("every entry the device reads decodes, at v2_layout's offsets, to the plan's tables") {
+    for (const auto& shape : std::vector<std::pair<const char*, int>>{{"small", 8}, {"k3", 1}, {"k3", 64}}) {
+        const PlanV2 p = plan_for(shape.first, 1, shape.second);
+        CAPTURE(shape.first);
+        CAPTURE(shape.second);
+        const std::vector<int32_t> w = p.serialize();
+        const PlanV2View v{w.data(), v2_layout(read_v2_header(w))};
+        for (int c = 0; c <= p.params().clusters; ++c) CHECK(v.cluster_first(c) == p.cluster_first[size_t(c)]);
+        for (size_t u = 0; u < p.units.size(); ++u) {
+            const V2Unit& x = v.unit(int(u));
+            CHECK(x.cluster == p.units[u].cluster);
+            CHECK(x.tiles == p.units[u].tiles);
+            for (int m = 0; m < kV2UnitTiles; ++m) CHECK(x.row0[m] == p.units[u].row0[m]);
+        }
+        for (int k = 0; k < p.ctas(); ++k) {
+            CHECK(v.run_offset(k) == p.run_offset[size_t(k)]);
+            REQUIRE(v.chunk_begin(k + 1) - v.chunk_begin(k) == int(p.chunks[size_t(k)].size()));
+            for (size_t j = 0; j < p.chunks[size_t(k)].size(); ++j) {
+                const V2Chunk &x = v.chunk(k, int(j)), &y = p.chunks[size_t(k)][j];
+                CHECK((x.unit == y.unit && x.kstep0 == y.kstep0 && x.ksteps == y.ksteps && x.bytes == y.bytes &&
+                       x.offset == y.offset && x.slot == y.slot && x.round == y.round));
+            }
+        }
+        CHECK(v.run_offset(p.ctas()) == p.run_offset.back());
+        for (size_t e = 0; e < p.recvs.size(); ++e) {
+            const V2Recv &x = v.recv(int(e)), &y = p.recvs[e];
+            CHECK((x.unit == y.unit && x.owner == y.owner && x.slot == y.slot && x.round == y.round && x.row0 == y.row0));
+            CHECK(x.bytes == p.params().ranks * p.partial_bytes());  // the byte count the reducer arms with
+            CHECK(v.free_entry(int(e)).count == p.frees[e].count);
+            CHECK(v.free_entry(int(e)).slot == p.frees[e].slot);
+        }
+        for (int q = 0; q < p.processes(); ++q) {
+            const auto& prog = p.programs[size_t(q)];
+            REQUIRE(v.prog_begin(q + 1) - v.prog_begin(q) == int(prog.size()));
+            for (size_t i = 0; i < prog.size(); ++i) {
+                CHECK(v.instr(v.prog_begin(q) + int(i)).op == prog[i].op);
+                CHECK(v.instr(v.prog_begin(q) + int(i)).a == prog[i].a);
+            }
+        }
+    }
+}
+
+TEST_CASE("a corrupted flat table is refused by read_v2_header, naming what it would send the device past") {
+    const PlanV2 p = plan_for("small", 2, 4);
+    const std::vector<int32_t> w = p.serialize();
+    const PlanV2Layout L = v2_layout(read_v2_header(w));
+    const PlanV2View v{w.data(), L};
+    // the reducer of CTA 0: its first REDUCE's operand
+    const int red = v.prog_begin(PlanV2::proc(0, V2Role::reducer)) + 1;
+    REQUIRE(v.instr(red).op == int32_t(V2Op::REDUCE));
+    struct Plant {
+        const char* names;
+        std::function<void(std::vector<int32_t>&)> edit;
+    };
+    const std::vector<Plant> plants = {
+        {"a negative count", [](std::vector<int32_t>& x) { x[offsetof(PlanV2Header, n_frees) / 4] = -1; }},
+        {"an index table", [&](std::vector<int32_t>& x) { x[size_t(L.chunk_begin) + 3] += 4; }},  // CTA 3's after CTA 4's
+        {"an index table", [&](std::vector<int32_t>& x) { x[size_t(L.chunk_begin) + 16] -= 1; }},  // the last CTA loses a chunk
+        {"an index table", [&](std::vector<int32_t>& x) { x[size_t(L.cluster_first) + 1] = 7; }},  // past the 6 units
+        {"an index table", [&](std::vector<int32_t>& x) { std::swap(x[size_t(L.prog_begin) + 4], x[size_t(L.prog_begin) + 5]); }},
+        {"unit 2 has 5 tiles", [&](std::vector<int32_t>& x) { x[size_t(L.units) + 2 * 6 + 1] = 5; }},
+        {"receive entry 3 names a slot", [&](std::vector<int32_t>& x) { x[size_t(L.recvs) + 3 * 6 + 2] = 2; }},
+        {"receive entry 0 names a slot or rows", [&](std::vector<int32_t>& x) { x[size_t(L.recvs) + 4] = p.config().N - 4; }},
+        {"CTA 0 chunk 1 names a ring slot", [&](std::vector<int32_t>& x) { x[size_t(L.chunks) + 7 + 5] = 2; }},
+        {"outside the table it names",
+         [&](std::vector<int32_t>& x) { x[size_t(L.instrs) + 2 * size_t(red) + 1] = int32_t(p.recvs.size()); }},
+        {"outside the table it names", [&](std::vector<int32_t>& x) { x[size_t(L.instrs) + 1] = 5; }},  // INIT 5
+        {"outside the table it names", [&](std::vector<int32_t>& x) { x[size_t(L.instrs)] = 42; }},   // no such op
+    };
+    for (const Plant& pl : plants) {
+        CAPTURE(pl.names);
+        std::vector<int32_t> bad = w;
+        pl.edit(bad);
+        REQUIRE(bad != w);
+        refused(bad, pl.names);
+    }
+    read_v2_header(w);  // the unplanted buffer is accepted
+}
