@@ -1,6 +1,7 @@
-// The host half of kernel v2's in_proj probe (bench/probes/v2_inproj_probe.cu): the layout constants
-// both halves share, the unit table, the weight packed into each CTA's run in the matrix unit's
-// A-fragment order, and the fp32 host reference the proj check compares with.
+// The host half of kernel v2's in_proj probe (bench/probes/v2_inproj_probe.cu): the shape the kernel
+// is compiled for (the production shape, on the plan's 15 clusters of 8: the probe refuses a plan of
+// another), bf16 conversions, the probe's random draws, and the fp32 host reference the proj check
+// compares with. The unit table, the runs and the packed weight are the plan's (core/plan_v2.hpp).
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -8,12 +9,15 @@
 #include <thread>
 #include <vector>
 
+#include "core/plan_v2.hpp"
+#include "core/shape.hpp"
+
 namespace monokda::probe::v2 {
 
-constexpr int D = 7168, N = 6288;
-constexpr int kRanks = 8, kClusters = 15, kCtas = kRanks * kClusters;
-constexpr int kSliceCols = D / kRanks, kKSteps = kSliceCols / 16;  // 896 columns, 56 k-steps a slice
-constexpr int kUnitRows = 64, kTileBytes = 512;                    // a 16×16 A tile: 32 lanes × 16 bytes
+constexpr int D = kProductionShape.D, N = kProductionShape.N();
+constexpr int kRanks = 8, kClusters = 15, kCtas = kRanks * kClusters;  // PlanV2Params' default clusters
+constexpr int kSliceCols = D / kRanks, kKSteps = kSliceCols / kV2KStep;  // 896 columns, 56 k-steps a slice
+constexpr int kTileBytes = kV2TileBytes;                                 // a 16×16 A tile: 32 lanes × 16 bytes
 
 inline uint16_t to_bf16(float f) {  // round to nearest even
     uint32_t u;
@@ -33,55 +37,6 @@ struct Rng {
     float uniform() { return float(next() & 0xffffff) / float(1 << 24) * 2.f - 1.f; }
     float normalish() { return (uniform() + uniform() + uniform()) * 1.f; }
 };
-
-struct Units {  // the unit table: cluster c's units are first[c] .. first[c+1]-1, each up to 4 tiles
-    std::vector<int> first, row0, mt;  // row0: 4 a unit (a tile's first row; unused entries 0)
-};
-
-// Every cluster's 16-row groups: 64-row blocks dealt round-robin, then the tail's groups one by one,
-// so that every cluster has 26 or 27; then cut into units of 4 tiles (any groups: a tile's rows are its
-// own), the last of a cluster shorter. Whole 4-tile units keep every chunk KQ k-steps × 4 tiles.
-inline Units deal_units() {
-    Units t;
-    std::vector<std::vector<int>> groups(kClusters);
-    const int blocks = (N / kUnitRows) / kClusters * kClusters;  // 90: six rounds over 15 clusters
-    for (int b = 0; b < blocks; ++b)
-        for (int k = 0; k < 4; ++k) groups[b % kClusters].push_back(b * kUnitRows + 16 * k);
-    int g = 0;
-    for (int row = blocks * kUnitRows; row < N; row += 16, ++g) groups[g % kClusters].push_back(row);
-    for (int c = 0; c < kClusters; ++c) {
-        t.first.push_back(int(t.mt.size()));
-        for (size_t i = 0; i < groups[c].size(); i += 4) {
-            const int mt = int(std::min<size_t>(4, groups[c].size() - i));
-            t.mt.push_back(mt);
-            for (int k = 0; k < 4; ++k) t.row0.push_back(k < mt ? groups[c][i + k] : 0);
-        }
-    }
-    t.first.push_back(int(t.mt.size()));
-    return t;
-}
-
-// Each CTA's run: for its cluster's units, k-step by k-step, the unit's 16-row tiles of its slice in
-// A-fragment order (lane g + 4c: rows g and g + 8, columns 2c, 2c + 1, 2c + 8, 2c + 9).
-inline std::vector<uint16_t> pack(const std::vector<uint16_t>& w, const Units& t, std::vector<int>& off) {
-    std::vector<uint16_t> out;
-    off.assign(kCtas + 1, 0);
-    for (int c = 0; c < kClusters; ++c)
-        for (int r = 0; r < kRanks; ++r) {
-            off[size_t(c * kRanks + r)] = int(out.size() * 2);
-            for (int u = t.first[c]; u < t.first[c + 1]; ++u)
-                for (int ks = 0; ks < kKSteps; ++ks)
-                    for (int m = 0; m < t.mt[u]; ++m)
-                        for (int lane = 0; lane < 32; ++lane) {
-                            const int g = lane / 4, cq = lane % 4, rb = t.row0[size_t(u) * 4 + m], kb = r * kSliceCols + ks * 16;
-                            const int rows[8] = {g, g, g + 8, g + 8, g, g, g + 8, g + 8};
-                            const int cols[8] = {2 * cq, 2 * cq + 1, 2 * cq, 2 * cq + 1, 2 * cq + 8, 2 * cq + 9, 2 * cq + 8, 2 * cq + 9};
-                            for (int e = 0; e < 8; ++e) out.push_back(w[size_t(rb + rows[e]) * D + kb + cols[e]]);
-                        }
-        }
-    off[kCtas] = int(out.size() * 2);
-    return out;
-}
 
 // fp32 host reference, sequential over d (the reference path's default order), rounded once:
 // proj[s][n] for S rows of x ([S][D] bf16) and the weight ([N][D] bf16).

@@ -1,12 +1,18 @@
 // The device half of kernel v2's in_proj probe (bench/probes/v2_inproj_probe.cu, whose header
 // describes the design and the modes): the kernel's arguments, its shared-memory layout, the
 // producer's walk over the CTA's weight run, and the kernel itself (producer, reducer, consumers).
+// What the plan has (core/plan_v2.hpp) the kernel reads from it: the reducer its program and entries
+// from the flat table, the producer and consumers the unit range, tile counts, run offsets and chunk
+// sizes (as kernel parameters filled from the plan, or from the flat table); where it counts instead
+// (ring slots and rounds, offsets, receive slots and free rounds), v2_inproj_walk.hpp's counters,
+// which the host holds to the plan's tables.
 #pragma once
 #include "kernels/vendor/gpu.hpp"
 #include "kernels/vendor/cluster.hpp"
 
 #include "bench/probes/probe_wait.hpp"
 #include "bench/probes/v2_inproj_host.hpp"
+#include "bench/probes/v2_inproj_walk.hpp"
 #include "bench/probes/v2_seam.cuh"
 
 #include <cstdint>
@@ -18,20 +24,19 @@ using namespace monokda::gpu;
 constexpr int kThreads = 384;  // warp 0 producer, warp 1 reducer, warps 2-3 spare (the seam's), warps 4-11 consumers
 constexpr int kConsumers = 8, kFirstConsumer = 4;
 constexpr int kXStride = kSliceCols + 8;  // x row in shared memory (bf16): 16-byte rows, no bank conflicts
-constexpr int kMaxStages = 16, kMaxSlots = 4, kMaxUnits = 128;
+constexpr int kMaxStages = 16, kMaxSlots = 4, kMaxUnits = 128, kMaxRunChunks = 64;
 constexpr int kSmemMax = 227 * 1024;
 constexpr int kCopies = 4;  // weight copies rotated so that L2 never holds the one read
 
 struct Args {
-    const unsigned char* w;       // packed weight, one copy
-    const int* stream_off;        // [kCtas + 1] byte offsets of each CTA's run (multiples of 512)
-    const int* unit_first;        // [kClusters + 1] into the unit arrays
-    const int* unit_row0;         // [unit][4]: the first in_proj row of each of the unit's 16-row tiles
-    const int* unit_mt;           // 16-row tiles of each unit (1..4)
-    // the same tables as kernel parameters: a CTA's first copy then waits for no global load
+    const unsigned char* w;       // packed weight, one copy (PlanV2::pack_weight)
+    PlanV2View plan;              // the plan's flat table in device memory (PlanV2::serialize)
+    // the plan's run offsets, unit ranges, tile counts and chunk sizes as kernel parameters too: a
+    // CTA's first copy then waits for no global load (the host fills them from the plan)
     int run_off[kCtas], first_p[kClusters + 1];
     unsigned char mt_p[kMaxUnits];
-    int param_tables;             // read the tables above instead of the global ones
+    unsigned short bytes_p[kClusters][kMaxRunChunks];  // chunk j's bytes, the same on every rank of a cluster
+    int param_tables;             // read the parameters above, else the flat table's entries
     int poll;                     // the waits: 0 try_wait (the thread may sleep), 1 test_wait in a spin, 2 try_wait with a 32 ns hint
     int fp_clusters;              // > 0: only clusters below it run `compute`, the others compute 4 (is the clock a CTA's own)
     int fp_warps;                 // > 0, compute 3: only consumer warps below it do the math
@@ -58,9 +63,10 @@ struct Args {
     __device__ bool ready_cluster(uint64_t* bar, uint32_t parity) const {  // completed by peers: acquire at cluster scope
         return poll == 1 ? mbar_test_wait_cluster(bar, parity) : mbar_try_wait_cluster(bar, parity);
     }
-    __device__ int first(int cl) const { return param_tables ? first_p[cl] : unit_first[cl]; }
-    __device__ int mt(int u) const { return param_tables ? int(mt_p[u]) : unit_mt[u]; }
-    __device__ int off(int cta) const { return param_tables ? run_off[cta] : stream_off[cta]; }
+    __device__ int first(int cl) const { return param_tables ? first_p[cl] : plan.cluster_first(cl); }
+    __device__ int mt(int u) const { return param_tables ? int(mt_p[u]) : plan.unit(u).tiles; }
+    __device__ int off(int cta) const { return param_tables ? run_off[cta] : plan.run_offset(cta); }
+    __device__ int chunk_bytes(int cl, int cta, int j) const { return param_tables ? int(bytes_p[cl][j]) : plan.chunk(cta, j).bytes; }
 };
 
 enum Stamp { kEntry, kFirstChunk, kLastChunk, kXReady, kLastProj, kExit, kSynced, kCycles, kSm, kUnit0 };
@@ -93,79 +99,85 @@ __device__ __forceinline__ uint16_t bf16_rne(float f) {  // #3: round to nearest
     return uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
 
-// The producer's walk over its CTA's run: the next chunk (unit, chunk of the unit, ring slot and
-// round, byte offset) and the oldest copy still counted in flight. Counters, not divisions: a
-// division by a run-time value is ~25 instructions.
-struct Producer {
-    int u = 0, q = 0, s = 0, round = 0, off = 0, issued = 0;
-    int old_s = 0, old_round = 0;
-};
-
-// Issues the next chunk's copy, first waiting for the oldest copy in flight (once `inflight` are)
-// and for the slot's last consumers; false once the run is done.
-template <int KQ>
-__device__ bool produce(Producer& p, const Args& a, int u0, int units, const unsigned char* run, unsigned char* ring,
-                        uint64_t* full, uint64_t* empty, uint64_t policy, unsigned long long* st) {
-    constexpr int kSlotBytes = KQ * 4 * kTileBytes, kChunksPerUnit = kKSteps / KQ;
-    if (p.u == units) return false;
-    if (p.issued >= a.inflight) {
-        probe::spin([&] { return a.ready(&full[p.old_s], uint32_t(p.old_round) & 1u); });
-        if (++p.old_s == a.stages) p.old_s = 0, ++p.old_round;
-    }
-    if (p.round > 0) probe::spin([&] { return a.ready(&empty[p.s], uint32_t(p.round - 1) & 1u); });
-    const int bytes = KQ * a.mt(u0 + p.u) * kTileBytes;
-    mbar_arrive_expect(&full[p.s], uint32_t(bytes));
-    bulk_copy_1d(ring + size_t(p.s) * kSlotBytes, run + p.off, uint32_t(bytes), &full[p.s], policy);
-    if (p.issued < kMaxTracedChunks) st[kChunk0 + 2 * p.issued] = now_ns();
-    p.off += bytes, ++p.issued;
-    if (++p.s == a.stages) p.s = 0, ++p.round;
-    if (++p.q == kChunksPerUnit) p.q = 0, ++p.u;
-    return true;
-}
-
 // What every role of a CTA reads: the arguments, the layout, the CTA's barriers and unit range.
 struct Cta {
     const Args& a;
     Smem L;
     unsigned char* smem;
     uint64_t *full, *empty, *recv_bar, *free_bar;  // the ring's (a slot each), the receive slots'
-    int rank, u0, units;
+    int rank, cl, cta, u0, units;
     unsigned long long* st;
     unsigned long long t0;
     int compute;  // a.compute, or 4 on the clusters past a.fp_clusters
 };
 
-// The reducer: this rank's 8 rows of every unit it owns rows in, summed over the 8 ranks in rank
-// order, rounded once (#3), stored; then the receive slot freed on every rank.
+// The producer's place in its CTA's run (v2_inproj_walk.hpp's counters, held to the plan's chunk
+// table by the host): the next chunk, and the oldest copy still counted in flight.
+struct Producer {
+    ChunkPos at;
+    RingPos old;
+    int issued = 0;
+};
+
+// Issues the next chunk's copy (its bytes the plan's), first waiting for the oldest copy in flight
+// (once `inflight` are) and for the slot's last consumers; false once the run is done.
+template <int KQ>
+__device__ bool produce(Producer& p, const Cta& k, const unsigned char* run, uint64_t policy) {
+    constexpr int kSlotBytes = KQ * 4 * kTileBytes, kChunksPerUnit = kKSteps / KQ;
+    const Args& a = k.a;
+    if (p.at.unit == k.units) return false;
+    if (p.issued >= a.inflight) {
+        probe::spin([&] { return a.ready(&k.full[p.old.slot], uint32_t(p.old.round) & 1u); });
+        p.old.next(a.stages);
+    }
+    const int s = p.at.ring.slot;
+    if (p.at.ring.round > 0) probe::spin([&] { return a.ready(&k.empty[s], uint32_t(p.at.ring.round - 1) & 1u); });
+    const int bytes = a.chunk_bytes(k.cl, k.cta, p.issued);
+    mbar_arrive_expect(&k.full[s], uint32_t(bytes));
+    bulk_copy_1d(k.smem + k.L.ring + size_t(s) * kSlotBytes, run + p.at.off, uint32_t(bytes), &k.full[s], policy);
+    if (p.issued < kMaxTracedChunks) k.st[kChunk0 + 2 * p.issued] = now_ns();
+    ++p.issued;
+    p.at.next(bytes, a.stages, kChunksPerUnit);
+    return true;
+}
+
+// The reducer: its program in the plan's flat table, step by step. REDUCE e: the owner arms its
+// receive slot's use (its arrival and the entry's bytes) and waits for it (partials that landed first
+// took the byte count below zero; the phase cannot complete before the arrival), sums the 8 ranks in
+// rank order, rounds once (#3) and stores the entry's 8 rows; RELEASE e: the slot freed on every rank
+// with the plan's count (rank 0 making up for the owners a short unit lacks).
 template <int NT>
 __device__ void reduce(const Cta& k, int lane) {
     const Args& a = k.a;
+    const PlanV2View& v = a.plan;
     const float* recv = reinterpret_cast<const float*>(k.smem + k.L.recv);
-    uint32_t phase = 0;  // bit s: parity of recv_bar[s]'s next phase
-    for (int u = 0; u < k.units; ++u) {
-        const int s = u % a.slots, mt = a.mt(k.u0 + u), row0 = a.unit_row0[(k.u0 + u) * 4 + k.rank / 2] + 8 * (k.rank % 2);
-        if (k.rank >= 2 * mt) continue;  // a unit of mt tiles has 2·mt owners
-        const bool traced = lane == 0 && u < kMaxTracedUnits;
-        if (lane == 0) mbar_arrive_expect(&k.recv_bar[s], uint32_t(kRanks * 8 * NT * 8 * 4));
-        probe::spin([&] { return a.ready_cluster(&k.recv_bar[s], (phase >> s) & 1u); });
-        phase ^= 1u << s;
-        if (traced) k.st[kUnit0 + 4 * u + 2] = now_ns();
-        const float* slot = recv + size_t(s) * kRanks * 8 * NT * 8;
-        for (int col = lane; col < a.S; col += 32) {
-            uint32_t packed[4];
+    const int p = k.cta * kV2ProcsPerCta + int(V2Role::reducer);
+    for (int i = v.prog_begin(p), end = v.prog_begin(p + 1); i < end; ++i) {
+        const V2Instr in = v.instr(i);
+        if (in.op == int32_t(V2Op::REDUCE)) {
+            const V2Recv rv = v.recv(in.a);
+            const int u = rv.unit - k.u0, s = rv.slot;
+            if (lane == 0) mbar_arrive_expect(&k.recv_bar[s], uint32_t(rv.bytes));
+            probe::spin([&] { return a.ready_cluster(&k.recv_bar[s], uint32_t(rv.round) & 1u); });
+            if (lane == 0 && u < kMaxTracedUnits) k.st[kUnit0 + 4 * u + 2] = now_ns();
+            const float* slot = recv + size_t(s) * kRanks * 8 * NT * 8;
+            for (int col = lane; col < a.S; col += 32) {
+                uint32_t packed[4];
 #pragma unroll
-            for (int i = 0; i < 8; ++i) {
-                float acc = slot[(0 * 8 + i) * NT * 8 + col];
-                for (int src = 1; src < kRanks; ++src) acc += slot[(src * 8 + i) * NT * 8 + col];
-                const uint32_t b = bf16_rne(acc);
-                packed[i / 2] = i % 2 ? (packed[i / 2] | b << 16) : b;
+                for (int r = 0; r < 8; ++r) {
+                    float acc = slot[(0 * 8 + r) * NT * 8 + col];
+                    for (int src = 1; src < kRanks; ++src) acc += slot[(src * 8 + r) * NT * 8 + col];
+                    const uint32_t b = bf16_rne(acc);
+                    packed[r / 2] = r % 2 ? (packed[r / 2] | b << 16) : b;
+                }
+                *reinterpret_cast<uint4*>(a.proj + size_t(col) * N + rv.row0) = make_uint4(packed[0], packed[1], packed[2], packed[3]);
             }
-            *reinterpret_cast<uint4*>(a.proj + size_t(col) * N + row0) = make_uint4(packed[0], packed[1], packed[2], packed[3]);
+        } else if (in.op == int32_t(V2Op::RELEASE)) {
+            const V2Free f = v.free_entry(in.a);
+            __syncwarp();  // every lane's sums read before the slot is freed
+            if (lane < kRanks) mbar_arrive_peer(peer_addr(&k.free_bar[f.slot], uint32_t(lane)), uint32_t(f.count));
+            if (lane == 0 && f.unit - k.u0 < kMaxTracedUnits) k.st[kUnit0 + 4 * (f.unit - k.u0) + 3] = now_ns();
         }
-        __syncwarp();
-        // slot s free on every rank: kRanks arrivals a use whatever the owners (rank 0 makes up the rest)
-        if (lane < kRanks) mbar_arrive_peer(peer_addr(&k.free_bar[s], uint32_t(lane)), k.rank == 0 ? 9u - 2u * mt : 1u);
-        if (traced) k.st[kUnit0 + 4 * u + 3] = now_ns();
     }
     if (lane == 0) k.st[kLastProj] = now_ns();
 }
@@ -197,10 +209,10 @@ __device__ void stage_x(const Cta& k) {
 
 // A unit's end for the warp pair of m-tile m: the odd warp's partials added to the even warp's
 // (even + odd, in that order), then the even warp sends them to their owners, rows g (rank 2m) and
-// g + 8 (2m + 1), once the receive slot is free.
+// g + 8 (2m + 1), once the unit's receive slot (sp) is free of its use before.
 template <int NT>
-__device__ void send_partials(const Cta& k, float (&acc)[NT][4], int u, int m, int half, int lane) {
-    const int s = u % k.a.slots, g = lane / 4, c = lane % 4, pair_bar = 2 + m;  // named barriers 2..5: a pair
+__device__ void send_partials(const Cta& k, float (&acc)[NT][4], const SendPos& sp, int m, int half, int lane) {
+    const int s = sp.slot, g = lane / 4, c = lane % 4, pair_bar = 2 + m;  // named barriers 2..5: a pair
     float* red = reinterpret_cast<float*>(k.smem + k.L.red) + (m * 32 + lane) * NT * 4;
     if (half == 1) {
 #pragma unroll
@@ -216,7 +228,7 @@ __device__ void send_partials(const Cta& k, float (&acc)[NT][4], int u, int m, i
     }
     asm volatile("bar.sync %0, 64;" ::"r"(pair_bar) : "memory");  // red may be written again
     if (half == 1) return;
-    if (u >= k.a.slots) probe::spin([&] { return k.a.ready_cluster(&k.free_bar[s], uint32_t(u / k.a.slots - 1) & 1u); });
+    if (sp.use > 0) probe::spin([&] { return k.a.ready_cluster(&k.free_bar[s], uint32_t(sp.use - 1) & 1u); });
     float* rs = reinterpret_cast<float*>(k.smem + k.L.recv) + size_t(s) * kRanks * 8 * NT * 8;
 #pragma unroll
     for (int t = 0; t < NT; ++t) {
@@ -235,21 +247,22 @@ __device__ void consume(const Cta& k, int cw, int lane) {
     const int m = cw / 2, half = cw % 2, compute = k.compute;
     const uint16_t* xs = reinterpret_cast<const uint16_t*>(k.smem + k.L.x);
     if ((compute == 1 || compute >= 3) && !a.seam) stage_x<NT>(k);
-    int slot = 0, seen = 0;
-    uint32_t phase = 0;
+    RingPos ring;  // the next chunk's slot and round (v2_inproj_walk.hpp)
+    int seen = 0;
     auto take = [&] {  // wait for the next chunk: its address
-        probe::spin([&] { return a.ready(&k.full[slot], phase); });
+        probe::spin([&] { return a.ready(&k.full[ring.slot], uint32_t(ring.round) & 1u); });
         if (cw == 0 && lane == 0 && seen < kMaxTracedChunks) k.st[kChunk0 + 2 * seen + 1] = now_ns();
         if (lane == 0 && seen < kWarpChunks) k.st[kWarp0 + 2 * (8 * seen + cw)] = now_ns();
         ++seen;
-        return k.smem + k.L.ring + size_t(slot) * kSlotBytes;
+        return k.smem + k.L.ring + size_t(ring.slot) * kSlotBytes;
     };
     auto give = [&] {  // free it
-        if (lane == 0) mbar_arrive(&k.empty[slot]);
+        if (lane == 0) mbar_arrive(&k.empty[ring.slot]);
         if (lane == 0 && seen - 1 < kWarpChunks) k.st[kWarp0 + 2 * (8 * (seen - 1) + cw) + 1] = now_ns();
-        if (++slot == a.stages) slot = 0, phase ^= 1u;
+        ring.next(a.stages);
     };
-    for (int u = 0; u < k.units; ++u) {
+    SendPos sp;  // the unit's receive slot and its use of it
+    for (int u = 0; u < k.units; ++u, sp.next(a.slots)) {
         const int mt = a.mt(k.u0 + u);
         // compute 3 with fp_warps: only warps below it do the math, the others read their tiles
         const bool mine = (compute == 1 || (compute == 3 && (a.fp_warps == 0 || cw < a.fp_warps))) && m < mt;
@@ -306,14 +319,14 @@ __device__ void consume(const Cta& k, int cw, int lane) {
         }
         const bool traced = cw == 0 && lane == 0 && u < kMaxTracedUnits;
         if (traced) k.st[kUnit0 + 4 * u] = now_ns();
-        send_partials<NT>(k, acc, u, m, half, lane);
+        send_partials<NT>(k, acc, sp, m, half, lane);
         if (traced) k.st[kUnit0 + 4 * u + 1] = now_ns();
     }
     if (cw == 0 && lane == 0) k.st[kLastChunk] = now_ns();
 }
 
 // KQ k-steps a chunk, NT n-tiles of 8 columns of x (S ≤ 8·NT): a unit of mt tiles is kKSteps / KQ
-// chunks of KQ·mt tiles (the host's packing order, [k-step][m-tile], so a chunk is contiguous); the
+// chunks of KQ·mt tiles (the plan's packing order, [k-step][m-tile], so a chunk is contiguous); the
 // ring's slots hold KQ·4 tiles. Warp 0 produces, warp 1 reduces, warps 4-11 consume.
 template <int KQ, int NT>
 __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(kThreads, 1) inproj(const Args a) {
@@ -323,7 +336,7 @@ __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(kThreads, 1) in
     __shared__ SeamBars seam_bars;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int rank = int(cluster_rank()), cl = int(cluster_id()), cta = cl * kRanks + rank;
-    const Cta k{a, Smem::layout(NT, KQ * 4 * kTileBytes, a.stages, a.slots), smem, full, empty, recv_bar, free_bar, rank,
+    const Cta k{a, Smem::layout(NT, KQ * 4 * kTileBytes, a.stages, a.slots), smem, full, empty, recv_bar, free_bar, rank, cl, cta,
                 a.first(cl), a.first(cl + 1) - a.first(cl), a.stamps + size_t(cta) * kStamps, now_ns(),
                 a.fp_clusters > 0 && cl >= a.fp_clusters ? 4 : a.compute};
     const long long c0 = clock64();
@@ -341,7 +354,7 @@ __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(kThreads, 1) in
         // the ring's barriers are this CTA's own: its first copies need no peer, only the partials do
         policy = l2_policy(true);
         if (a.seam) seam_copy_in(z, policy);  // ahead of the stream's first copy
-        while (prod.issued < a.early && produce<KQ>(prod, a, k.u0, k.units, run, smem + k.L.ring, full, empty, policy, k.st)) {}
+        while (prod.issued < a.early && produce<KQ>(prod, k, run, policy)) {}
     }
     // every rank's barriers exist before a peer sends to them: the init fence orders them, so the
     // arrive may be relaxed; a release arrive would wait for the copies just issued (MEMBAR.ALL.GPU)
@@ -350,7 +363,7 @@ __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(kThreads, 1) in
     cluster_wait();
     if (threadIdx.x == 0) k.st[kSynced] = now_ns();
     if (warp == 0 && lane == 0)  // the producer: the CTA's run, chunk by chunk, from the first instant
-        while (produce<KQ>(prod, a, k.u0, k.units, run, smem + k.L.ring, full, empty, policy, k.st)) {}
+        while (produce<KQ>(prod, k, run, policy)) {}
     else if (warp == 1 && k.compute == 1) reduce<NT>(k, lane);
     else if (warp >= kSeamWarp0) {
         if (a.seam) {

@@ -3,9 +3,10 @@
 //
 // The design: 15 clusters of 8 CTAs (one CTA an SM, cooperative). Rank r of a cluster owns columns
 // 896r .. 896r + 895 of D (its K-slice of x stays in shared memory). A cluster produces in_proj rows
-// in units of four 16-row tiles (bench/probes/v2_inproj_host.hpp deals them). Each CTA streams its
-// slices of its cluster's units as one contiguous byte run, packed on the host in the matrix unit's
-// A-fragment order, through the copy engine (1-D bulk copies) into a ring of `stages` chunks from the
+// in units of four 16-row tiles, dealt by the plan (core/plan_v2.hpp, one a ring setting and S:
+// v2_inproj_tables.cuh), whose flat table the kernel reads. Each CTA streams its slices of its
+// cluster's units as one contiguous byte run, packed by the plan in the matrix unit's A-fragment
+// order, through the copy engine (1-D bulk copies) into a ring of `stages` chunks from the
 // launch's first instant (a chunk: KQ k-steps of a unit, all its tiles); it never waits for x, and
 // keeps at most `inflight` copies outstanding whatever the ring's depth, so that a deep ring buffers a
 // late x without putting more bytes in flight. Eight consumer warps (m-tile, k parity) take each
@@ -40,6 +41,7 @@
 // Usage: monokda-v2-inproj-probe [residency|rate|tune|inproj|ab|delay|trace|check|seam|all] [REPS]
 #include "bench/probes/probe_util.hpp"
 #include "bench/probes/v2_inproj_kernel.cuh"
+#include "bench/probes/v2_inproj_tables.cuh"
 #include "bench/probes/v2_seam_host.hpp"
 
 #include <algorithm>
@@ -56,6 +58,7 @@ namespace probe = monokda::probe;
 using probe::median;
 using namespace monokda::gpu;
 using namespace monokda::probe::v2;
+using monokda::PlanV2;
 
 void check(cudaError_t e, const char* what) { probe::check("monokda-v2-inproj-probe", e, what); }
 
@@ -77,19 +80,17 @@ Kernel kernel_for(int kq, int nt) {
 }
 
 struct Device {
-    Units units;
     std::vector<uint16_t> w, x;
-    std::vector<int> off;  // each CTA's run in the packed weight (bytes)
+    std::map<PlanKey, PlanTables> plans;  // by S and ring setting
+    std::vector<int32_t> packed_runs;     // the runs of the plan that packed the weight (bytes)
     unsigned char* d_w = nullptr;  // kCopies packed copies
     size_t packed_bytes = 0;
-    int *d_off, *d_first, *d_row0, *d_mt;
     uint16_t *d_x, *d_proj;
     unsigned long long* d_stamps;
 };
 
 Device setup() {
     Device d;
-    d.units = deal_units();
     Rng rng{0x9e3779b97f4a7c15ull};
     d.w.resize(size_t(N) * D);
     for (auto& v : d.w) v = to_bf16(rng.uniform() * 0.03f);
@@ -97,17 +98,13 @@ Device setup() {
         std::fill(d.w.begin() + size_t(r) * D, d.w.begin() + size_t(r + 1) * D, uint16_t(0));
     d.x.resize(size_t(64) * D);
     for (auto& v : d.x) v = to_bf16(rng.normalish());
-    const std::vector<uint16_t> packed = pack(d.w, d.units, d.off);
+    const PlanV2& packer = tables_for(d.plans, {1, kKq14, 3, 3, 4}, nt_for(1), {}).plan;  // the de-risking setting at S = 1
+    const std::vector<uint16_t> packed = packer.pack_weight(d.w);
+    d.packed_runs = packer.run_offset;
     d.packed_bytes = packed.size() * 2;
     check(cudaMalloc(&d.d_w, d.packed_bytes * kCopies), "weight");
     for (int k = 0; k < kCopies; ++k)
         check(cudaMemcpy(d.d_w + k * d.packed_bytes, packed.data(), d.packed_bytes, cudaMemcpyHostToDevice), "weight copy");
-    auto up = [](int** p, const std::vector<int>& v) {
-        check(cudaMalloc(p, v.size() * 4), "table");
-        check(cudaMemcpy(*p, v.data(), v.size() * 4, cudaMemcpyHostToDevice), "table copy");
-    };
-    if (d.units.mt.size() > size_t(kMaxUnits)) std::exit(1);  // the parameter table's bound
-    up(&d.d_off, d.off), up(&d.d_first, d.units.first), up(&d.d_row0, d.units.row0), up(&d.d_mt, d.units.mt);
     check(cudaMalloc(&d.d_x, d.x.size() * 2), "x");
     check(cudaMemcpy(d.d_x, d.x.data(), d.x.size() * 2, cudaMemcpyHostToDevice), "x copy");
     check(cudaMalloc(&d.d_proj, size_t(64) * N * 2), "proj");
@@ -137,14 +134,16 @@ int smem_bytes(const Case& c) {
     return c.seam ? SeamSmem::layout(base, c.S, g_seam.nb).bytes : base;
 }
 
-Args args_for(const Device& d, const Case& c, int copy) {
+// The plan of a case: its S and ring setting (built, held and uploaded on first use).
+const PlanTables& tables(Device& d, const Case& c) {
+    return tables_for(d.plans, {c.S, c.kq, c.stages, c.cap(), c.slots}, nt_for(c.S), d.packed_runs);
+}
+
+Args args_for(Device& d, const Case& c, int copy) {
     Args a{};
-    a.w = d.d_w + size_t(copy) * d.packed_bytes, a.stream_off = d.d_off, a.unit_first = d.d_first, a.unit_row0 = d.d_row0;
-    a.unit_mt = d.d_mt, a.x = d.d_x, a.proj = d.d_proj, a.stamps = d.d_stamps;
-    for (int k = 0; k < kCtas; ++k) a.run_off[k] = d.off[size_t(k)];
-    for (int k = 0; k <= kClusters; ++k) a.first_p[k] = d.units.first[size_t(k)];
-    for (size_t u = 0; u < d.units.mt.size(); ++u) a.mt_p[u] = (unsigned char)d.units.mt[u];
-    a.S = c.S, a.stages = c.stages, a.slots = c.slots, a.inflight = c.cap(), a.early = c.early, a.early_free = c.early_free;
+    a.w = d.d_w + size_t(copy) * d.packed_bytes, a.x = d.d_x, a.proj = d.d_proj, a.stamps = d.d_stamps;
+    fill_plan_args(a, tables(d, c));
+    a.S = c.S, a.early = c.early, a.early_free = c.early_free;  // the ring's depth, cap and receive slots: the plan's
     a.entry_release = c.entry_release, a.compute = c.compute, a.param_tables = c.param_tables, a.products = c.products, a.poll = c.poll, a.xfrag = c.xfrag, a.fp_clusters = c.fp_clusters, a.fp_warps = c.fp_warps;
     a.x_delay_ns = c.delay_ns;
     a.seam = c.seam, a.sa = g_seam;
@@ -310,6 +309,12 @@ void residency() {
 void trace_mode(Device& d, const Case& c) {
     std::printf("trace S %d: ", c.S);
     print_row("trace", c, run(d, c, 3));
+    const PlanV2& plan = tables(d, c).plan;
+    auto tiles_of = [&](int cl) {  // the 16-row groups cluster cl streams
+        int n = 0;
+        for (int u = plan.cluster_first[size_t(cl)]; u < plan.cluster_first[size_t(cl) + 1]; ++u) n += plan.units[size_t(u)].tiles;
+        return n;
+    };
     std::vector<unsigned long long> h(size_t(kCtas) * kStamps);
     check(cudaMemcpy(h.data(), d.d_stamps, h.size() * 8, cudaMemcpyDeviceToHost), "stamps");
     unsigned long long t0 = ~0ull;
@@ -329,9 +334,7 @@ void trace_mode(Device& d, const Case& c) {
     for (int groups = 1; groups <= 40; ++groups) {
         std::vector<double> last_chunk, last_proj, first_seen;
         for (int k = 0; k < kCtas; ++k) {
-            int n = 0;
-            for (int u = d.units.first[k / kRanks]; u < d.units.first[k / kRanks + 1]; ++u) n += d.units.mt[size_t(u)];
-            if (n != groups) continue;
+            if (tiles_of(k / kRanks) != groups) continue;
             const unsigned long long* s = &h[size_t(k) * kStamps];
             last_chunk.push_back(us(s[kLastChunk])), first_seen.push_back(us(s[kFirstChunk]));
             if (s[kLastProj]) last_proj.push_back(us(s[kLastProj]));
@@ -365,8 +368,7 @@ void trace_mode(Device& d, const Case& c) {
         }
     }
     for (int cl = 0; cl < kClusters; ++cl) {
-        int groups = 0;
-        for (int u = d.units.first[size_t(cl)]; u < d.units.first[size_t(cl) + 1]; ++u) groups += d.units.mt[size_t(u)];
+        const int groups = tiles_of(cl);
         std::printf("trace: cluster %2d (%d groups, SMs %3d..%3d): last chunk", cl, groups, sm_lo[size_t(cl)], sm_hi[size_t(cl)]);
         for (double v : per[size_t(cl)]) std::printf(" %6.2f", v);
         std::printf(" us\n");
@@ -404,6 +406,23 @@ void trace_mode(Device& d, const Case& c) {
 }
 
 int check_mode(Device& d, const Case* settings) {
+    // the kernel's counters against each setting's plan (tables_for holds every plan to them as it
+    // builds it, so a disagreement has ended the probe before a launch on it; here it is said)
+    std::printf("check: the kernel's counters against its plan's tables\n");
+    for (int k = 0; k < 4; ++k) {
+        if (!fits(settings[k])) continue;
+        const PlanV2& p = tables(d, settings[k]).plan;
+        const std::vector<std::string> walk = walk_problems(p);
+        for (const std::string& w : walk) std::printf("  %s\n", w.c_str());
+        if (!walk.empty()) {
+            std::printf("check: FAIL: the kernel's counters part from the plan of S %d\n", settings[k].S);
+            std::exit(1);
+        }
+        size_t chunks = 0;
+        for (const auto& ch : p.chunks) chunks += ch.size();
+        std::printf("  S %2d: each chunk's unit, k-steps, offset, slot and round (%zu chunks), every copy's and take's waits, "
+                    "each unit's receive slot and free round (%zu partials) as the plan's\n", settings[k].S, chunks, p.partials.size());
+    }
     std::printf("check: proj against an fp32 sequential host reference; the same rows at every S; twice\n");
     std::vector<uint16_t> ref = host_proj(d.w, d.x, 64), first_rows;
     int bad = 0;

@@ -1,0 +1,114 @@
+// The plans kernel v2's in_proj probe runs on (bench/probes/v2_inproj_probe.cu): one PlanV2 for each
+// ring setting and S a case uses, built for the production shape; refused loudly (exit 1) where it is
+// not a plan the kernel is compiled for, fails a check of its own, or has tables the kernel's
+// counters would part from (v2_inproj_walk.hpp); its flat table uploaded; the kernel's parameters
+// filled from it. The weight is packed once, by the first plan: the packing does not depend on the
+// ring or S (tests/core/test_plan_v2.cpp), and every later plan's runs are held to that plan's.
+#pragma once
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "bench/probes/probe_util.hpp"
+#include "bench/probes/v2_inproj_kernel.cuh"
+#include "core/error.hpp"
+
+namespace monokda::probe::v2 {
+
+// What a plan takes from a probe case: S and the ring's setting.
+struct PlanKey {
+    int S, kq, stages, inflight, slots;
+    bool operator<(const PlanKey& o) const {
+        return std::tie(S, kq, stages, inflight, slots) < std::tie(o.S, o.kq, o.stages, o.inflight, o.slots);
+    }
+};
+
+struct PlanTables {
+    PlanV2 plan;
+    std::vector<int32_t> words;  // plan.serialize()
+    PlanV2View device{};         // the words on the device, and where each table starts
+};
+
+[[noreturn]] inline void refuse_plan(const PlanKey& k, const std::string& what) {
+    std::fprintf(stderr, "monokda-v2-inproj-probe: the plan for S %d, chunks of %d k-steps x %d, %d in flight, %d receive slots: %s\n",
+                 k.S, k.kq, k.stages, k.inflight, k.slots, what.c_str());
+    std::exit(1);
+}
+
+// The kernel is compiled for the production shape on 15 clusters of 8 with NT n-tiles of x, a
+// cluster's chunk sizes as one parameter table: the plan must be that one.
+inline void hold_to_kernel(const PlanKey& key, const PlanV2& p, int nt) {
+    auto need = [&](bool ok, const std::string& what) {
+        if (!ok) refuse_plan(key, what);
+    };
+    need(p.params().ranks == kRanks && p.params().clusters == kClusters && p.ctas() == kCtas,
+         "not the " + std::to_string(kClusters) + " clusters of " + std::to_string(kRanks) + " the kernel is compiled for");
+    need(p.config().D == D && p.config().N == N && p.slice_ksteps() == kKSteps, "not the shape the kernel is compiled for");
+    need(p.n_tiles() == nt, "S pads to " + std::to_string(p.n_tiles()) + " n-tiles, the kernel chosen has " + std::to_string(nt));
+    need(p.units.size() <= size_t(kMaxUnits), "more units than the parameter table holds");
+    const Smem L = Smem::layout(nt, p.params().chunk_ksteps * kV2UnitTiles * kTileBytes, p.params().ring_depth, p.params().recv_slots);
+    for (int k = 0; k < kCtas; ++k)
+        need(p.rings[size_t(k)].slot_bytes == L.x / p.params().ring_depth && p.smem_bytes(k) == L.bytes,
+             "CTA " + std::to_string(k) + "'s ring slots or shared memory are not the kernel's layout");
+    for (const V2Recv& rv : p.recvs)
+        need(rv.bytes == kRanks * kV2OwnerRows * nt * kV2NTileCols * 4, "a receive slot's bytes are not the kernel's slot layout");
+    for (int k = 0; k < kCtas; ++k) {
+        const auto& mine = p.chunks[size_t(k)];
+        const auto& first = p.chunks[size_t(p.cta(p.cluster_of(k), 0))];
+        need(mine.size() <= size_t(kMaxRunChunks), "CTA " + std::to_string(k) + " has more chunks than the parameter table holds");
+        bool same = mine.size() == first.size();
+        for (size_t j = 0; same && j < mine.size(); ++j) same = mine[j].bytes == first[j].bytes;
+        need(same, "CTA " + std::to_string(k) + "'s chunk sizes are not its cluster's rank 0's (one parameter table a cluster)");
+    }
+    const auto probs = p.problems();
+    need(probs.empty(), probs.empty() ? "" : "its check " + probs[0].check + " fails: " + probs[0].what);
+    const auto walk = walk_problems(p);
+    for (const std::string& w : walk) std::fprintf(stderr, "  %s\n", w.c_str());
+    need(walk.empty(), std::to_string(walk.size()) + " places where the kernel's counters part from its tables (above)");
+}
+
+// The plan for `key`, built and held the first time (its words on the device), then from `cache`.
+// packed_runs: the runs the weight was packed with (empty: this plan packs it, the caller does).
+inline const PlanTables& tables_for(std::map<PlanKey, PlanTables>& cache, const PlanKey& key, int nt,
+                                    const std::vector<int32_t>& packed_runs) {
+    auto it = cache.find(key);
+    if (it != cache.end()) return it->second;
+    Config c = Config::preset("k3");
+    c.R = 1, c.L = key.S, c.slots = key.S + 1;
+    PlanV2Params pp = PlanV2Params::for_config(c);
+    pp.chunk_ksteps = key.kq, pp.ring_depth = key.stages, pp.in_flight = key.inflight, pp.recv_slots = key.slots;
+    PlanTables t{};
+    try {
+        t.plan = PlanV2::build(c, pp);
+        hold_to_kernel(key, t.plan, nt);
+        t.words = t.plan.serialize();
+        t.device.at = v2_layout(read_v2_header(t.words));
+    } catch (const BadInput& e) {
+        refuse_plan(key, e.what());
+    }
+    if (!packed_runs.empty() && t.plan.run_offset != packed_runs) refuse_plan(key, "its runs are not those the weight was packed with");
+    int32_t* d_words = nullptr;
+    probe::check("monokda-v2-inproj-probe", cudaMalloc(&d_words, t.words.size() * 4), "plan");
+    probe::check("monokda-v2-inproj-probe", cudaMemcpy(d_words, t.words.data(), t.words.size() * 4, cudaMemcpyHostToDevice), "plan copy");
+    t.device.w = d_words;
+    return cache.emplace(key, std::move(t)).first->second;
+}
+
+// The kernel's view of the plan and its parameter tables, from the plan.
+inline void fill_plan_args(Args& a, const PlanTables& t) {
+    const PlanV2& p = t.plan;
+    a.plan = t.device;
+    a.stages = p.params().ring_depth, a.inflight = p.params().in_flight, a.slots = p.params().recv_slots;
+    for (int k = 0; k < kCtas; ++k) a.run_off[k] = p.run_offset[size_t(k)];
+    for (int c = 0; c <= kClusters; ++c) a.first_p[c] = p.cluster_first[size_t(c)];
+    for (size_t u = 0; u < p.units.size(); ++u) a.mt_p[u] = (unsigned char)p.units[u].tiles;
+    for (int c = 0; c < kClusters; ++c) {
+        const auto& ch = p.chunks[size_t(p.cta(c, 0))];
+        for (size_t j = 0; j < ch.size(); ++j) a.bytes_p[c][j] = (unsigned short)ch[j].bytes;
+    }
+}
+
+}  // namespace monokda::probe::v2
