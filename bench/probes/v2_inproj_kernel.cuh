@@ -370,7 +370,7 @@ __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(kThreads, 1) in
             const bool first = threadIdx.x == kSeamWarp0 * 32;
             seam_load(z);
             if (first) k.st[kSeam0] = now_ns();
-            team_bar(kSeamBar, kSeamThreads);  // the slice's P', bank rows and gains in shared memory
+            seam_bar();  // the slice's P', bank rows and gains in shared memory
             seam_part(z);
             if (first) k.st[kSeam0 + 1] = now_ns();
             seam_gate(z);

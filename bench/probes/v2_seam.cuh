@@ -27,6 +27,9 @@ constexpr int kSeamWarp0 = 2, kSeamThreads = 320, kSeamBar = 6;  // warps 2-11; 
 constexpr int kSliceW = 128, kRankSlices = kSliceCols / kSliceW, kSlices = D / kSliceW;  // 7 a rank, 56
 constexpr int kSeamMaxS = 16;
 
+// The team's named barrier: its own id (team_bar takes only 1 and 2, and 2-5 are the consumer pairs').
+__device__ __forceinline__ void seam_bar() { asm volatile("bar.sync %0, %1;" ::"n"(kSeamBar), "n"(kSeamThreads) : "memory"); }
+
 struct SeamArgs {
     const uint16_t *prefix, *delta, *blocks;                // [S][D], [S][D], [S][8][D] bf16
     const uint16_t *res_norm_w, *res_proj_w, *input_norm_w;  // [D]
@@ -206,7 +209,7 @@ __device__ void seam_mix(const Seam& z, unsigned long long* wgt_in) {
         }
         *reinterpret_cast<float2*>(z.f(z.L.mixed) + s * kSliceCols + 2 * w) = make_float2(lo / e[nb + 1], hi / e[nb + 1]);
     }
-    team_bar(kSeamBar, kSeamThreads);
+    seam_bar();
     for (int it = z.t; it < S * kRankSlices; it += kSeamThreads) {
         const int s = it / kRankSlices, jl = it % kRankSlices;
         const float* m = z.f(z.L.mixed) + s * kSliceCols + jl * kSliceW;
@@ -231,7 +234,7 @@ __device__ void seam_x(const Seam& z, uint16_t* xs, int x_stride) {
         for (int j = 1; j < kSlices; ++j) ms = ms + p[j];
         z.f(z.L.rr)[s] = 1.0f / sqrtf(ms / float(D) + z.sa.eps);
     }
-    team_bar(kSeamBar, kSeamThreads);
+    seam_bar();
     constexpr int kVecs = kSliceCols / 8;
     for (int it = z.t; it < NT * 8 * kVecs; it += kSeamThreads) {
         const int s = it / kVecs, d0 = (it % kVecs) * 8;
@@ -250,7 +253,7 @@ __device__ void seam_x(const Seam& z, uint16_t* xs, int x_stride) {
         if (z.sa.x_out && s < S)
             *reinterpret_cast<uint4*>(z.sa.x_out + (size_t(z.cl) * S + s) * D + z.rank * kSliceCols + d0) = v;
     }
-    team_bar(kSeamBar, kSeamThreads);
+    seam_bar();
 }
 
 }  // namespace monokda::probe::v2
