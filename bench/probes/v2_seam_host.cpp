@@ -2,8 +2,6 @@
 // the order kernel v1's plan declares for the production shape.
 #include "bench/probes/v2_seam_host.hpp"
 
-#include <string>
-
 #include "core/fixture_gen.hpp"
 #include "core/plan.hpp"
 #include "reference/reference.hpp"
@@ -22,11 +20,9 @@ SeamFixture seam_fixture(int R, int L, int nb, uint64_t seed) {
     Config cfg = Config::preset("k3");
     cfg.R = R, cfg.L = L, cfg.nb = nb, cfg.block_write = false, cfg.seed = seed;
     const StepInputs in = make_fixture(cfg);
-    static std::string order;
     const ReductionOrder ord = Plan::build(cfg, PlanParams{}).reduction_order();
-    order = ord.str();
     SeamFixture f;
-    f.S = cfg.S(), f.nb = nb, f.eps = float(cfg.eps), f.order = order.c_str();
+    f.S = cfg.S(), f.nb = nb, f.eps = float(cfg.eps), f.order = ord.str();
     f.prefix = bits(in.prefix), f.delta = bits(in.delta), f.blocks = bits(in.blocks);
     f.res_norm_w = bits(in.res_norm_w), f.res_proj_w = bits(in.res_proj_w), f.input_norm_w = bits(in.input_norm_w);
     std::vector<bf16> prefix_out, blocks, x;

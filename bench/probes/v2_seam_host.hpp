@@ -4,6 +4,7 @@
 // by the host compiler (v2_seam_host.cpp), so the probe's CUDA half sees plain vectors.
 #pragma once
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace monokda::probe::v2 {
@@ -14,7 +15,7 @@ struct SeamFixture {
     std::vector<uint16_t> prefix, delta, blocks;              // [S][D], [S][D], [S][8][D] bf16 bits
     std::vector<uint16_t> res_norm_w, res_proj_w, input_norm_w;  // [D]
     std::vector<uint16_t> prefix_out, x;                      // the reference's, in v1's order
-    const char* order = "";                                   // that order, as the reference names it
+    std::string order;                                        // that order, as the reference names it
 };
 
 // R × L = rows requests of one token each would do as well (the seam's rows are independent); the

@@ -10,7 +10,7 @@
 // copies in flight (which buffers more of the stream while x is computed), twice, interleaved.
 int seam_mode(Device& d, int reps) {
     const SeamFixture f = seam_fixture(4, 4, 4, 0x5eedull);
-    std::printf("seam: fixture R 4 x L 4, nb %d; the reference's order %s\n", f.nb, f.order);
+    std::printf("seam: fixture R 4 x L 4, nb %d; the reference's order %s\n", f.nb, f.order.c_str());
     auto up = [](const std::vector<uint16_t>& v) {
         uint16_t* p = nullptr;
         check(cudaMalloc(&p, v.size() * 2), "seam input");
