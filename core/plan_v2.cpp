@@ -1,6 +1,6 @@
-// Kernel v2's in_proj plan (core/plan_v2.hpp): its parameters, the builder (units dealt to clusters,
-// each CTA's stream of chunks, the cluster buffers, the role programs), the waits each step implies,
-// and the names reports use.
+// Kernel v2's plan (core/plan_v2.hpp): its parameters, the builder (units dealt to clusters, each
+// CTA's stream of chunks, the cluster buffers, the seam's owners and hand-offs, the role programs),
+// the waits each step implies, and the names reports use.
 #include "core/plan_v2.hpp"
 
 #include <algorithm>
@@ -12,12 +12,26 @@ namespace monokda {
 
 const char* to_string(V2Point p) { return p == V2Point::entry ? "entry" : p == V2Point::exit ? "exit" : "?"; }
 const char* to_string(V2Role r) {
-    return r == V2Role::producer ? "producer" : r == V2Role::reducer ? "reducer" : r == V2Role::consumer ? "consumer" : "?";
+    return r == V2Role::producer ? "producer" : r == V2Role::reducer ? "reducer" : r == V2Role::consumer ? "consumer"
+                                                                  : r == V2Role::seam   ? "seam"
+                                                                                        : "?";
 }
 const char* to_string(V2Op op) {
-    static const char* names[] = {"?", "INIT", "COPY", "SYNC", "TAKE", "FREE", "PAIR", "SEND", "REDUCE", "RELEASE"};
+    static const char* names[] = {"?",       "INIT",  "COPY", "SYNC", "TAKE", "FREE", "PAIR", "SEND", "REDUCE",
+                                  "RELEASE", "INPUT", "LOAD", "PART", "GATE", "MIX",  "X",    "XWAIT"};
     const int k = int(op);
-    return k >= 1 && k <= int(V2Op::RELEASE) ? names[k] : "?";
+    return k >= 1 && k <= int(V2Op::XWAIT) ? names[k] : "?";
+}
+const char* to_string(V2SeamBar b) {
+    static const char* names[] = {"in", "part", "wgt", "msq", "x"};
+    return int(b) >= 0 && b < V2SeamBar::count ? names[int(b)] : "?";
+}
+
+// The in_proj part of a CTA's shared memory (PlanV2::smem_bytes), from a ring slot's bytes.
+static int inproj_smem_bytes(const Config& c, const PlanV2Params& pp, int slot_bytes, int depth) {
+    const int cols = (c.S() + kV2NTileCols - 1) / kV2NTileCols * kV2NTileCols, n_tiles = cols / kV2NTileCols;
+    return depth * slot_bytes + cols * (c.D / pp.ranks + 8) * 2 + pp.recv_slots * pp.ranks * kV2OwnerRows * cols * 4 +
+           kV2UnitTiles * 32 * n_tiles * 4 * 4;
 }
 
 PlanV2Params PlanV2Params::for_config(const Config& c) {
@@ -25,13 +39,18 @@ PlanV2Params PlanV2Params::for_config(const Config& c) {
     if (c.D == kProductionShape.D) {  // the production shape: the probes' setting
         p.chunk_ksteps = c.S() >= 64 ? 8 : 14;
         p.recv_slots = c.S() >= 64 ? 2 : 4;
-        return p;
+    } else {
+        // any other shape (the small preset: D 256, so 2 k-steps a rank): two clusters, a ring of two, a
+        // seam slice a rank
+        p.clusters = 2;
+        p.chunk_ksteps = 2;
+        p.ring_depth = p.in_flight = 2;
+        p.recv_slots = 2;
+        p.seam_slice_cols = std::max(kV2KStep, std::min(p.seam_slice_cols, c.D / p.ranks));
     }
-    // any other shape (the small preset: D 256, so 2 k-steps a rank): two clusters, a ring of two
-    p.clusters = 2;
-    p.chunk_ksteps = 2;
-    p.ring_depth = p.in_flight = 2;
-    p.recv_slots = 2;
+    // the seam where its inputs and buffers fit beside in_proj's ring (S <= 4 at the production shape)
+    const int ring = inproj_smem_bytes(c, p, p.chunk_ksteps * kV2UnitTiles * kV2TileBytes, p.ring_depth);
+    p.seam = ring + PlanV2::seam_smem_bytes(c, p) <= kV2SmemBytes;
     return p;
 }
 
@@ -52,6 +71,10 @@ void PlanV2Params::validate(const Config& c) const {
     need(in_flight >= 1 && in_flight <= ring_depth, "in_flight must be in 1..ring_depth");
     need(recv_slots >= 1 && recv_slots <= 16, "recv_slots must be in 1..16");
     need(c.S() >= 1 && c.S() <= 1024, "S must be in 1..1024");
+    need(seam == 0 || seam == 1, "seam must be 0 (x an input) or 1 (x computed in each cluster)");
+    need(seam_slice_cols >= 1 && c.D % ranks == 0 && (c.D / ranks) % seam_slice_cols == 0,
+         "seam_slice_cols = " + std::to_string(seam_slice_cols) + " must divide a rank's " + std::to_string(c.D / ranks) + " columns");
+    need(!seam || (c.nb >= 1 && c.nb + 2 <= 32), "the seam's gate takes a lane a source: nb + 2 must be in 3..32");
 }
 
 PlanV2 PlanV2::build(const Config& cfg, const PlanV2Params& params) {
@@ -63,6 +86,7 @@ PlanV2 PlanV2::build(const Config& cfg, const PlanV2Params& params) {
     p.deal_units();
     p.lay_streams();
     p.lay_buffers();
+    p.lay_seam();
     p.write_programs();
     return p;
 }
@@ -137,6 +161,28 @@ void PlanV2::lay_buffers() {
     }
 }
 
+// Row s's owner is rank s mod ranks (every cluster the same); each CTA's sends: a part send to every
+// owner, a wgt send to every rank (an owner), an msq send to every rank; its barriers armed for what
+// its senders bring.
+void PlanV2::lay_seam() {
+    seam_owner.clear(), seam_ctas.clear(), seam_send_begin.clear(), seam_sends.clear();
+    if (!has_seam()) return;
+    const int R = params_.ranks, S = cfg_.S();
+    std::vector<int> owned(size_t(R), 0);
+    for (int s = 0; s < S; ++s) seam_owner.push_back(s % R), ++owned[size_t(s % R)];
+    for (int k = 0; k < ctas(); ++k) {
+        const int r = rank_of(k), c = cluster_of(k);
+        seam_ctas.push_back({seam_in_bytes(), R * seam_part_bytes(owned[size_t(r)]), seam_wgt_bytes(S), R * seam_msq_bytes(), owned[size_t(r)]});
+        seam_send_begin.push_back(int32_t(seam_sends.size()));
+        for (int o = 0; o < R; ++o)
+            if (owned[size_t(o)]) seam_sends.push_back({k, cta(c, o), int32_t(V2SeamBar::part), seam_part_bytes(owned[size_t(o)])});
+        if (owned[size_t(r)])
+            for (int t = 0; t < R; ++t) seam_sends.push_back({k, cta(c, t), int32_t(V2SeamBar::wgt), seam_wgt_bytes(owned[size_t(r)])});
+        for (int t = 0; t < R; ++t) seam_sends.push_back({k, cta(c, t), int32_t(V2SeamBar::msq), seam_msq_bytes()});
+    }
+    seam_send_begin.push_back(int32_t(seam_sends.size()));
+}
+
 void PlanV2::write_programs() {
     programs.assign(size_t(processes()), {});
     barriers.clear();
@@ -154,6 +200,7 @@ void PlanV2::write_programs() {
         auto& prod = programs[size_t(proc(k, V2Role::producer))];
         prod.push_back({int32_t(V2Op::INIT), 0});
         prod.push_back(entry);  // copies wait for it: issued before, its arrive passes later (docs/kernel-v2.md)
+        if (has_seam()) prod.push_back({int32_t(V2Op::INPUT), k});  // ahead of the stream, not queued behind it
         for (size_t j = 0; j < chunks[size_t(k)].size(); ++j) prod.push_back({int32_t(V2Op::COPY), int32_t(j)});
         prod.push_back(exit);
         auto& red = programs[size_t(proc(k, V2Role::reducer))];
@@ -167,6 +214,7 @@ void PlanV2::write_programs() {
             auto& con = programs[size_t(proc(k, V2Role::consumer, w))];
             const int m = w / 2;
             con.push_back(entry);
+            if (has_seam()) con.push_back({int32_t(V2Op::XWAIT), k});
             size_t j = 0;
             for (int u = cluster_first[size_t(c)]; u < cluster_first[size_t(c) + 1]; ++u) {
                 for (; j < chunks[size_t(k)].size() && chunks[size_t(k)][j].unit == u; ++j) {
@@ -181,14 +229,33 @@ void PlanV2::write_programs() {
             }
             con.push_back(exit);
         }
+        auto& seam = programs[size_t(proc(k, V2Role::seam))];
+        seam.push_back(entry);
+        if (has_seam()) {
+            for (V2Op op : {V2Op::LOAD, V2Op::PART, V2Op::GATE, V2Op::MIX, V2Op::X})
+                if (op != V2Op::GATE || seam_ctas[size_t(k)].rows_owned > 0) seam.push_back({int32_t(op), k});
+        }
+        seam.push_back(exit);
     }
 }
 
 int PlanV2::smem_bytes(int k) const {
     const V2Ring& r = rings[size_t(k)];
-    const int cols = n_tiles() * kV2NTileCols;
-    return r.depth * r.slot_bytes + cols * (slice_cols() + 8) * 2 + params_.recv_slots * params_.ranks * kV2OwnerRows * cols * 4 +
-           kV2UnitTiles * 32 * n_tiles() * 4 * 4;
+    return inproj_smem_bytes(cfg_, params_, r.slot_bytes, r.depth) + (has_seam() ? seam_smem_bytes(cfg_, params_) : 0);
+}
+
+int PlanV2::seam_smem_bytes(const Config& c, const PlanV2Params& pp) {
+    const int S = c.S(), nb = c.nb, cols = c.D / pp.ranks, row = cols * 2, slices = c.D / pp.seam_slice_cols;
+    const int own = (S + pp.ranks - 1) / pp.ranks;
+    auto at = [](int64_t off) { return (off + 15) / 16 * 16; };
+    int64_t b = (3 + int64_t(S) * (2 + nb)) * row;             // gains, P (P' in place), delta, bank rows
+    b += 2 * int64_t(cols) * 4;                                 // wq, the gain (f32)
+    b = at(b + int64_t(own) * (nb + 1) * slices * 8);           // part: [owned row][source][slice]
+    b = at(b + int64_t(S) * (nb + 2) * 4);                      // wgt
+    b = at(b + int64_t(S) * slices * 4);                        // msq
+    b = at(b + int64_t(S) * 4);                                 // 1/rms
+    b += int64_t(S) * cols * 4;                                 // mixed (f32)
+    return int(std::min<int64_t>(b + 15, INT32_MAX));           // + the alignment of its start
 }
 
 ReductionOrder PlanV2::reduction_order() const {
@@ -238,7 +305,12 @@ std::vector<V2Wait> PlanV2::waits(int p, int i) const {
             w.push_back({{V2Bar::recv, k, rv.slot}, rv.round});
             break;
         }
-        default: break;  // INIT, FREE, RELEASE wait for nothing
+        case V2Op::LOAD: w.push_back({{V2Bar::seam, k, int32_t(V2SeamBar::in)}, 0}); break;
+        case V2Op::GATE: w.push_back({{V2Bar::seam, k, int32_t(V2SeamBar::part)}, 0}); break;
+        case V2Op::MIX: w.push_back({{V2Bar::seam, k, int32_t(V2SeamBar::wgt)}, 0}); break;
+        case V2Op::X: w.push_back({{V2Bar::seam, k, int32_t(V2SeamBar::msq)}, 0}); break;
+        case V2Op::XWAIT: w.push_back({{V2Bar::seam, k, int32_t(V2SeamBar::x)}, 0}); break;
+        default: break;  // INIT, FREE, RELEASE, INPUT, PART wait for nothing
     }
     return w;
 }
@@ -275,12 +347,25 @@ std::string PlanV2::describe(const V2Instr& in) const {
             return op + "(unit " + std::to_string(rv.unit) + ", rows " + std::to_string(rv.row0) + ".." +
                    std::to_string(rv.row0 + kV2OwnerRows - 1) + ", slot " + std::to_string(rv.slot) + ")";
         }
+        case V2Op::INPUT: return op + "(CTA " + std::to_string(in.a) + ": " + std::to_string(seam_in_bytes()) + " bytes of the slice's inputs)";
+        case V2Op::LOAD:
+        case V2Op::PART:
+        case V2Op::MIX:
+        case V2Op::X:
+        case V2Op::XWAIT: return op + "(CTA " + std::to_string(in.a) + ")";
+        case V2Op::GATE: {
+            std::string rows;
+            for (int s = 0; s < int(seam_owner.size()); ++s)
+                if (in.a >= 0 && in.a < ctas() && seam_owner[size_t(s)] == rank_of(in.a)) rows += (rows.empty() ? "" : ", ") + std::to_string(s);
+            return op + "(CTA " + std::to_string(in.a) + ": rows " + (rows.empty() ? "none" : rows) + ")";
+        }
         default: return op;
     }
 }
 
 std::string PlanV2::bar_name(const V2BarRef& b) const {
     static const char* kinds[] = {"full", "empty", "recv", "free", "pair", "cluster"};
+    if (b.kind == V2Bar::seam) return std::string("the seam's ") + to_string(V2SeamBar(b.index)) + " barrier of CTA " + std::to_string(b.cta);
     if (b.kind == V2Bar::cluster) {
         const V2Barrier& x = barriers[size_t(b.index)];
         return std::string("the ") + to_string(V2Point(x.point)) + " barrier of cluster " + std::to_string(x.cluster);

@@ -1,6 +1,7 @@
 // Kernel v2's in_proj as data (docs/kernel-v2.md, docs/plan.md "Kernel v2"): the clusters, the unit
 // table, each CTA's ring and chunk list, the cluster buffers that carry a unit's partials to their
-// owner, the cluster barriers, and every role instance's program with the waits each step implies.
+// owner, the cluster barriers, the seam that computes x in each cluster (its barriers, byte counts,
+// row owners and hand-offs), and every role instance's program with the waits each step implies.
 // Built once from (Config, PlanV2Params); the emulator runs it (emulator/v2/), serialize() is the flat
 // table the device is to read, and the checks (plan_v2_checks.cpp) hold its tables to each other.
 #pragma once
@@ -23,7 +24,7 @@ constexpr int kV2UnitTiles = 4;                 // tiles a unit (the last of a c
 constexpr int kV2OwnerRows = 8;                 // rows an owner sums: two owners a tile
 constexpr int kV2NTileCols = 8;                 // S is padded to n-tiles of 8 columns
 constexpr int kV2Consumers = 2 * kV2UnitTiles;  // consumer warps a CTA: (tile m, k-step parity)
-constexpr int kV2ProcsPerCta = 2 + kV2Consumers;  // producer, reducer, the consumers
+constexpr int kV2ProcsPerCta = 3 + kV2Consumers;  // producer, reducer, the consumers, the seam team
 constexpr int kV2SmemBytes = 227 * 1024;        // an H200 CTA's shared memory
 
 struct PlanV2Params {
@@ -34,6 +35,10 @@ struct PlanV2Params {
     int ring_depth = 3;     // slots of a CTA's ring
     int in_flight = 3;      // copies a producer keeps outstanding at most (<= ring_depth)
     int recv_slots = 4;     // receive slots (cluster buffers) a CTA keeps for the partials it owns
+    // The seam (docs/kernel-v2.md "The seam"): 1, x computed in each cluster from the step's inputs;
+    // 0, x an input. for_config turns it on where its shared memory fits beside in_proj's.
+    int seam = 1;
+    int seam_slice_cols = 128;  // columns a seam slice (v1's attn slice): a reduction's partials are a slice's
 
     // The production shape's setting the probes measured (docs/results/2026-12-02-h200-v2-derisk.md:
     // 28 KB chunks x 3, 4 receive slots; at S >= 64 16 KB chunks, 2 slots); the small shape's keeps every
@@ -94,7 +99,25 @@ struct V2Barrier {
     int32_t cluster, point, scope;
 };
 
-enum class V2Role : int32_t { producer = 0, reducer = 1, consumer = 2 };
+// The seam's barriers of a CTA, each one phase a launch: `in` (the inputs' bulk copies: the producer's
+// arrival and their bytes), part, wgt, msq (the hand-offs into the CTA: one arrival at INIT and the
+// bytes its senders bring), x (the seam's arrival once x is stored: the consumers start in_proj).
+enum class V2SeamBar : int32_t { in = 0, part, wgt, msq, x, count };
+const char* to_string(V2SeamBar b);  // "in", "part", "wgt", "msq", "x"
+
+// A CTA's seam: the bytes each of its barriers is armed for, and the rows whose softmax it takes.
+struct V2SeamCta {
+    int32_t in_bytes, part_bytes, wgt_bytes, msq_bytes, rows_owned;
+};
+
+// A hand-off of the seam: CTA `from`'s seam stores `bytes` by st.async into CTA `to`'s barrier `bar`
+// (part: the (Σv², Σv·wq) of each row `to` owns, each source and slice of `from`; wgt: e_0 .. e_nb and
+// Σe of each row `from` owns; msq: Σmixed² of each row and slice of `from`).
+struct V2SeamSend {
+    int32_t from, to, bar, bytes;
+};
+
+enum class V2Role : int32_t { producer = 0, reducer = 1, consumer = 2, seam = 3 };
 const char* to_string(V2Role r);
 
 // A role instance's step. Operands index the plan's tables.
@@ -108,6 +131,14 @@ enum class V2Op : int32_t {
     SEND = 7,     // consumer (even), a = partial: st.async into the owner's receive slot
     REDUCE = 8,   // reducer, a = receive entry: recv[slot] armed, waited; the ranks summed in rank order, rounded, proj stored
     RELEASE = 9,  // reducer, a = free entry: peer arrive on every rank's free barrier of the slot
+    // the seam (every operand a = the CTA: its seam entry and its sends)
+    INPUT = 10,   // producer, before its first COPY: arm `in` with the inputs' bytes, bulk copy them in
+    LOAD = 11,    // seam: wait `in`; wq, the gain, P' = P + delta (cluster 0 stores prefix_out)
+    PART = 12,    // seam: its part sends, (Σv², Σv·wq) of each row, source and slice of the rank, to the row's owner
+    GATE = 13,    // seam (an owner): wait part; each owned row's 56 partials in slice order, softmax; its wgt sends
+    MIX = 14,     // seam: wait wgt; mixed; its msq sends, Σmixed² of each row and slice, to every rank
+    X = 15,       // seam: wait msq; 1/rms, x rows into the consumers' x; arrive on the x barrier
+    XWAIT = 16,   // consumer, before its first TAKE: wait the CTA's x barrier
 };
 const char* to_string(V2Op op);
 struct V2Instr {
@@ -117,7 +148,8 @@ struct V2Instr {
 
 // A barrier of the plan: a CTA's full[slot], empty[slot], recv[slot] (its receive slots), free[slot],
 // the named barrier of a tile's warp pair, or a cluster barrier (index: the barrier entry).
-enum class V2Bar : int32_t { full = 0, empty, recv, free, pair, cluster, count };
+// seam: one of the CTA's seam barriers (index: V2SeamBar).
+enum class V2Bar : int32_t { full = 0, empty, recv, free, pair, cluster, seam, count };
 struct V2BarRef {
     V2Bar kind;
     int32_t cta, index;  // cluster: cta = -1
@@ -143,18 +175,34 @@ public:
     int slice_ksteps() const { return slice_cols() / kV2KStep; }
     int n_tiles() const { return (cfg_.S() + kV2NTileCols - 1) / kV2NTileCols; }  // S padded to n-tiles
     int partial_bytes() const { return kV2OwnerRows * n_tiles() * kV2NTileCols * 4; }  // fp32
-    // shared memory a CTA uses: ring, x slice (16-byte padded rows), receive slots, the pair buffer
+    // shared memory a CTA uses: ring, x slice (16-byte padded rows), receive slots, the pair buffer, the seam's
     int smem_bytes(int cta) const;
+    // the seam's: its inputs (bf16), wq and the gain, the hand-offs' buffers, mixed (v2_seam.cuh's SeamSmem)
+    static int seam_smem_bytes(const Config& c, const PlanV2Params& pp);
+    bool has_seam() const { return params_.seam != 0; }
+    int seam_slices() const { return cfg_.D / params_.seam_slice_cols; }          // 56 at the production shape
+    int seam_rank_slices() const { return slice_cols() / params_.seam_slice_cols; }  // 7: a rank's
+    int seam_in_bytes() const { return (3 + cfg_.S() * (2 + cfg_.nb)) * slice_cols() * 2; }  // 3 gains, P, delta, nb bank rows
+    // what one send of each hand-off carries, from the rows it is for
+    int seam_part_bytes(int rows) const { return rows * (cfg_.nb + 1) * seam_rank_slices() * 8; }
+    int seam_wgt_bytes(int rows) const { return rows * (cfg_.nb + 2) * 4; }
+    int seam_msq_bytes() const { return cfg_.S() * seam_rank_slices() * 4; }
     // the reduction order the plan computes: in_proj = cluster:ranks (the rest is not v2's yet)
     ReductionOrder reduction_order() const;
 
     // Role instances: process p = cta · kV2ProcsPerCta + k, k 0 producer, 1 reducer, 2 + w consumer warp w
-    // (tile w / 2, k-step parity w % 2).
+    // (tile w / 2, k-step parity w % 2), 2 + kV2Consumers the seam team (warps 2-11: the consumers and the
+    // two spare warps, before in_proj; without the seam the spare warps, which pass the cluster barriers).
     int processes() const { return ctas() * kV2ProcsPerCta; }
     static int proc_cta(int p) { return p / kV2ProcsPerCta; }
-    static V2Role proc_role(int p) { const int k = p % kV2ProcsPerCta; return k < 2 ? V2Role(k) : V2Role::consumer; }
+    static V2Role proc_role(int p) {
+        const int k = p % kV2ProcsPerCta;
+        return k < 2 ? V2Role(k) : k < 2 + kV2Consumers ? V2Role::consumer : V2Role::seam;
+    }
     static int proc_warp(int p) { return p % kV2ProcsPerCta - 2; }  // consumers: 0 .. kV2Consumers − 1
-    static int proc(int cta, V2Role r, int warp = 0) { return cta * kV2ProcsPerCta + (r == V2Role::consumer ? 2 + warp : int(r)); }
+    static int proc(int cta, V2Role r, int warp = 0) {
+        return cta * kV2ProcsPerCta + (r == V2Role::consumer ? 2 + warp : r == V2Role::seam ? 2 + kV2Consumers : int(r));
+    }
     std::string proc_name(int p) const;           // "CTA 9 (cluster 1 rank 1) consumer 3 (tile 1, odd)"
     std::string describe(const V2Instr& in) const;  // "TAKE(chunk 4: unit 1 k-steps 0..13, slot 1 round 1)"
     std::string bar_name(const V2BarRef& b) const;  // "recv[slot 2] of CTA 3"
@@ -169,6 +217,11 @@ public:
     std::vector<V2Recv> recvs;            // by unit, owner
     std::vector<V2Free> frees;            // by unit, owner
     std::vector<V2Barrier> barriers;      // [cluster][V2Point]
+    // the seam (empty without it)
+    std::vector<int32_t> seam_owner;      // [S]: the rank whose GATE takes row s's softmax (s mod ranks)
+    std::vector<V2SeamCta> seam_ctas;     // [cta]
+    std::vector<int32_t> seam_send_begin; // [cta + 1]: CTA k's sends are seam_sends[begin[k] .. begin[k + 1])
+    std::vector<V2SeamSend> seam_sends;   // by sender, in program order: part, wgt, msq; each by receiver rank
     std::vector<std::vector<V2Instr>> programs;  // [process]
 
     // What step i of process p waits for, in order (derived from the tables each call, so an edited
@@ -199,6 +252,7 @@ private:
     void deal_units();
     void lay_streams();
     void lay_buffers();
+    void lay_seam();
     void write_programs();
     Config cfg_;
     PlanV2Params params_;
@@ -218,10 +272,11 @@ struct PlanV2Header {
     int32_t ranks, clusters, ctas, n_units, S, n_tiles, D, N;
     int32_t chunk_ksteps, ring_depth, in_flight, recv_slots, partial_bytes;
     int32_t n_chunks, n_partials, n_recvs, n_frees, n_barriers, n_instrs;
+    int32_t seam, nb, seam_slice_cols, n_seam_sends;  // seam 0: its tables are empty (n_seam_owners 0, no CTA entries)
     int32_t total_words;
 };
 constexpr int32_t kPlanV2Magic = 0x32504b4d;  // "MKP2"
-constexpr int32_t kPlanV2Version = 2;
+constexpr int32_t kPlanV2Version = 3;
 PlanV2Header read_v2_header(const std::vector<int32_t>& words);  // BadInput on a malformed buffer
 
 // A table's entries are its struct's words, in the flat table as in memory: the device reads an entry
@@ -230,14 +285,15 @@ template <class T, int Words>
 constexpr bool kV2FlatEntry = std::is_trivially_copyable<T>::value && std::is_standard_layout<T>::value && sizeof(T) == 4 * Words;
 static_assert(kV2FlatEntry<V2Unit, 2 + kV2UnitTiles> && kV2FlatEntry<V2Chunk, 7> && kV2FlatEntry<V2Ring, 4> &&
                   kV2FlatEntry<V2Partial, 6> && kV2FlatEntry<V2Recv, 6> && kV2FlatEntry<V2Free, 4> &&
-                  kV2FlatEntry<V2Barrier, 3> && kV2FlatEntry<V2Instr, 2> && kV2FlatEntry<V2Wait, 4>,
+                  kV2FlatEntry<V2Barrier, 3> && kV2FlatEntry<V2Instr, 2> && kV2FlatEntry<V2Wait, 4> &&
+                  kV2FlatEntry<V2SeamCta, 5> && kV2FlatEntry<V2SeamSend, 4>,
               "a flat table entry is its struct's int32 words");
 
 // Where each table starts in the flat table (words from its start), from the header's counts: the one
 // definition of the layout, for serialize(), read_v2_header() and the device.
 struct PlanV2Layout {
-    int32_t cluster_first, units, run_offset, chunk_begin, chunks, rings, partials, recvs, frees, barriers, prog_begin,
-        instrs, wait_begin, waits;
+    int32_t cluster_first, units, run_offset, chunk_begin, chunks, rings, partials, recvs, frees, barriers, seam_owner,
+        seam_ctas, seam_send_begin, seam_sends, prog_begin, instrs, wait_begin, waits;
 };
 PlanV2Layout v2_layout(const PlanV2Header& h);  // BadInput where a table would start past 2^31 words
 
@@ -254,6 +310,11 @@ struct PlanV2View {
     }
     MONOKDA_HD const V2Recv& recv(int e) const { return reinterpret_cast<const V2Recv*>(w + at.recvs)[e]; }
     MONOKDA_HD const V2Free& free_entry(int e) const { return reinterpret_cast<const V2Free*>(w + at.frees)[e]; }
+    // the seam (header seam 1): row s's owner rank, CTA k's entry and its sends
+    MONOKDA_HD int seam_owner(int s) const { return w[at.seam_owner + s]; }
+    MONOKDA_HD const V2SeamCta& seam_cta(int cta) const { return reinterpret_cast<const V2SeamCta*>(w + at.seam_ctas)[cta]; }
+    MONOKDA_HD int seam_send_begin(int cta) const { return w[at.seam_send_begin + cta]; }
+    MONOKDA_HD const V2SeamSend& seam_send(int e) const { return reinterpret_cast<const V2SeamSend*>(w + at.seam_sends)[e]; }
     // process p's steps are instrs prog_begin(p) .. prog_begin(p + 1) − 1 (p = cta · kV2ProcsPerCta + role)
     MONOKDA_HD int prog_begin(int p) const { return w[at.prog_begin + p]; }
     MONOKDA_HD const V2Instr& instr(int i) const { return reinterpret_cast<const V2Instr*>(w + at.instrs)[i]; }

@@ -1,8 +1,9 @@
 // Kernel v2's plan checks (core/plan_v2.hpp, PlanV2::problems): each holds two of the plan's tables
 // to each other (the units to in_proj's rows, the chunks to the units and the ring, the cluster
-// buffers to the partials that fill them and the arrivals that free them, the barriers to the
-// programs), names what is wrong, and is the only one that fires on its planted bad plan
+// buffers to the partials that fill them and the arrivals that free them, the seam's barriers to the
+// hand-offs that complete them and its owners to the rows, the barriers to the programs), names what is wrong, and is the only one that fires on its planted bad plan
 // (tests/core/test_plan_v2_checks.cpp).
+#include <array>
 #include <functional>
 #include <map>
 #include <set>
@@ -278,10 +279,140 @@ void cluster_barriers(Checker& c) {
                 if (in.a == entry) c.need(init && ++seen_entry == 1, p.proc_name(q) + " passes the entry barrier before INIT or twice");
                 if (in.a == exit) c.need(++seen_exit == 1 && i + 1 == prog.size(), p.proc_name(q) + " passes the exit barrier before its end or twice");
             }
-            if ((in.opcode() == V2Op::SEND || in.opcode() == V2Op::RELEASE) && !seen_entry)
+            const bool peer = in.opcode() == V2Op::SEND || in.opcode() == V2Op::RELEASE || in.opcode() == V2Op::PART ||
+                              in.opcode() == V2Op::GATE || in.opcode() == V2Op::MIX;
+            if (peer && !seen_entry)
                 c.fail(p.proc_name(q) + " " + p.describe(in) + " touches a peer's barrier before the entry barrier");
         }
         c.need(seen_entry == 1 && seen_exit == 1, p.proc_name(q) + " does not pass both of its cluster's barriers");
+    }
+}
+
+// The seam's tables are there exactly when it is: an entry a CTA, its sends indexed, an owner a row.
+bool seam_tables(const PlanV2& p) {
+    return p.has_seam() && p.seam_ctas.size() == size_t(p.ctas()) && p.seam_send_begin.size() == size_t(p.ctas()) + 1 &&
+           p.seam_owner.size() == size_t(p.config().S());
+}
+const char* bar_of(int32_t b) { return b >= 0 && b < int32_t(V2SeamBar::count) ? to_string(V2SeamBar(b)) : "?"; }
+
+// Each seam barrier is armed for exactly the bytes its senders bring: part, wgt and msq for the sends
+// into it, `in` for the slice's inputs (3 gains, and P, delta and the nb bank rows of each row).
+void seam_armed(Checker& c) {
+    const PlanV2& p = c.p;
+    if (!seam_tables(p)) return;
+    std::vector<std::array<long, 3>> sent(size_t(p.ctas()), {0, 0, 0});
+    for (const V2SeamSend& x : p.seam_sends)
+        if (x.to >= 0 && x.to < p.ctas() && x.bar >= int32_t(V2SeamBar::part) && x.bar <= int32_t(V2SeamBar::msq))
+            sent[size_t(x.to)][size_t(x.bar - 1)] += x.bytes;
+    for (int k = 0; k < p.ctas(); ++k) {
+        const V2SeamCta& e = p.seam_ctas[size_t(k)];
+        c.need(e.in_bytes == p.seam_in_bytes(), "CTA " + n(k) + "'s in barrier is armed for " + n(e.in_bytes) + " bytes; its inputs' copies are " +
+                                                   n(p.seam_in_bytes()));
+        const int32_t armed[3] = {e.part_bytes, e.wgt_bytes, e.msq_bytes};
+        for (int b = 0; b < 3; ++b)
+            c.need(armed[b] == sent[size_t(k)][size_t(b)], "CTA " + n(k) + "'s " + bar_of(b + 1) + " barrier is armed for " + n(armed[b]) +
+                                                                " bytes; its senders send " + n(sent[size_t(k)][size_t(b)]));
+    }
+}
+
+// Each CTA's sends, in its cluster: a part send to every owner of a row, a wgt send to every rank if
+// it owns rows, an msq send to every rank; each once, in that order, carrying what its rows make.
+void seam_sends(Checker& c) {
+    const PlanV2& p = c.p;
+    if (!p.has_seam()) {
+        c.need(p.seam_sends.empty() && p.seam_ctas.empty() && p.seam_owner.empty(), "a plan without the seam has seam tables");
+        return;
+    }
+    if (!seam_tables(p) || p.seam_send_begin.front() != 0 || p.seam_send_begin.back() != int32_t(p.seam_sends.size())) {
+        c.fail("the seam's tables are not an entry a CTA, an owner a row, sends indexed by sender");
+        return;
+    }
+    const int R = p.params().ranks;
+    for (int k = 0; k < p.ctas(); ++k) {
+        const int cl = p.cluster_of(k);
+        std::vector<V2SeamSend> want;
+        for (int o = 0; o < R; ++o) {
+            const int rows = p.seam_ctas[size_t(p.cta(cl, o))].rows_owned;
+            if (rows) want.push_back({k, p.cta(cl, o), int32_t(V2SeamBar::part), p.seam_part_bytes(rows)});
+        }
+        if (const int rows = p.seam_ctas[size_t(k)].rows_owned)
+            for (int t = 0; t < R; ++t) want.push_back({k, p.cta(cl, t), int32_t(V2SeamBar::wgt), p.seam_wgt_bytes(rows)});
+        for (int t = 0; t < R; ++t) want.push_back({k, p.cta(cl, t), int32_t(V2SeamBar::msq), p.seam_msq_bytes()});
+        const int b = p.seam_send_begin[size_t(k)], e = p.seam_send_begin[size_t(k) + 1];
+        if (e - b != int(want.size()) || b > e) {
+            c.fail("CTA " + n(k) + " has " + n(e - b) + " seam sends; its cluster's owners make " + n(long(want.size())));
+            continue;
+        }
+        for (int i = 0; i < e - b; ++i) {
+            const V2SeamSend& x = p.seam_sends[size_t(b + i)];
+            const V2SeamSend& y = want[size_t(i)];
+            c.need(x.from == y.from && x.to == y.to && x.bar == y.bar && x.bytes == y.bytes,
+                   "seam send " + n(b + i) + " is CTA " + n(x.from) + " -> CTA " + n(x.to) + " " + bar_of(x.bar) + ", " + n(x.bytes) +
+                       " bytes; CTA " + n(k) + "'s send " + n(i) + " is -> CTA " + n(y.to) + " " + bar_of(y.bar) + ", " + n(y.bytes) + " bytes");
+        }
+    }
+}
+
+// Every row has exactly one owner, a rank; each CTA's entry owns the rows the owner table gives its rank.
+void seam_owners(Checker& c) {
+    const PlanV2& p = c.p;
+    if (!seam_tables(p)) return;
+    const int R = p.params().ranks;
+    std::vector<int> owned(size_t(R), 0);
+    for (size_t s = 0; s < p.seam_owner.size(); ++s) {
+        const int o = p.seam_owner[s];
+        if (o < 0 || o >= R) {
+            c.fail("row " + n(long(s)) + " has no owner (its owner is rank " + n(o) + ", outside 0.." + n(R - 1) + ")");
+            continue;
+        }
+        ++owned[size_t(o)];
+    }
+    for (int k = 0; k < p.ctas(); ++k)
+        c.need(p.seam_ctas[size_t(k)].rows_owned == owned[size_t(p.rank_of(k))],
+               "CTA " + n(k) + "'s seam entry owns " + n(p.seam_ctas[size_t(k)].rows_owned) + " rows; the owner table gives rank " +
+                   n(p.rank_of(k)) + " " + n(owned[size_t(p.rank_of(k))]));
+}
+
+// The seam's steps, each on its own CTA: the producer's INPUT once before its first COPY; the seam's
+// LOAD, PART, GATE (an owner only), MIX, X in that order between the cluster barriers; each consumer's
+// XWAIT before its first TAKE. Without the seam, none of them, and the seam process passes the barriers.
+void seam_programs(Checker& c) {
+    const PlanV2& p = c.p;
+    auto seam_op = [](V2Op op) { return op >= V2Op::INPUT && op <= V2Op::XWAIT; };
+    for (int q = 0; q < p.processes(); ++q) {
+        const auto& prog = p.programs[size_t(q)];
+        const int k = PlanV2::proc_cta(q);
+        const V2Role role = PlanV2::proc_role(q);
+        std::vector<V2Op> ops;
+        for (const V2Instr& in : prog) {
+            if (!seam_op(in.opcode())) continue;
+            ops.push_back(in.opcode());
+            c.need(in.a == k, p.proc_name(q) + " " + p.describe(in) + " names another CTA's seam");
+        }
+        std::vector<V2Op> want;
+        if (p.has_seam() && role == V2Role::producer) want = {V2Op::INPUT};
+        if (p.has_seam() && role == V2Role::consumer) want = {V2Op::XWAIT};
+        if (p.has_seam() && role == V2Role::seam && seam_tables(p)) {
+            want = {V2Op::LOAD, V2Op::PART, V2Op::GATE, V2Op::MIX, V2Op::X};
+            if (!p.seam_ctas[size_t(k)].rows_owned) want.erase(want.begin() + 2);
+        }
+        if (ops != want) {
+            std::string s;
+            for (V2Op op : want) s += std::string(s.empty() ? "" : ", ") + to_string(op);
+            c.fail(p.proc_name(q) + " has " + n(long(ops.size())) + " seam steps, not " + (s.empty() ? "none" : s) + " in order");
+            continue;
+        }
+        const V2Op first_of = role == V2Role::producer ? V2Op::COPY : V2Op::TAKE;
+        for (const V2Instr& in : prog) {
+            if (in.opcode() == first_of && !want.empty() && role != V2Role::seam) {
+                c.fail(p.proc_name(q) + " " + p.describe(in) + " comes before its " + to_string(want[0]));
+                break;
+            }
+            if (seam_op(in.opcode())) break;
+        }
+        if (role == V2Role::seam)
+            for (const V2Instr& in : prog)
+                c.need(in.opcode() == V2Op::SYNC || seam_op(in.opcode()), p.proc_name(q) + " has a step of another role: " + p.describe(in));
     }
 }
 
@@ -298,6 +429,8 @@ const std::vector<std::pair<std::string, std::function<void(Checker&)>>>& checks
         {"recv_bytes", recv_bytes},                   {"recv_senders", recv_senders},
         {"owners_publish_rows", owners_publish_rows}, {"recv_slot_rounds", recv_slot_rounds},
         {"free_counts", free_counts},                 {"cluster_barriers", cluster_barriers},
+        {"seam_armed", seam_armed},                   {"seam_sends", seam_sends},
+        {"seam_owners", seam_owners},                 {"seam_programs", seam_programs},
         {"smem_fits", smem_fits},
     };
     return list;

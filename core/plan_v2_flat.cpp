@@ -36,8 +36,10 @@ std::vector<std::vector<V2Wait>> all_waits(const PlanV2& p) {
 }  // namespace
 
 PlanV2Layout v2_layout(const PlanV2Header& h) {
-    for (int32_t count : {h.ranks, h.clusters, h.ctas, h.n_units, h.n_chunks, h.n_partials, h.n_recvs, h.n_frees, h.n_barriers, h.n_instrs})
+    for (int32_t count : {h.ranks, h.clusters, h.ctas, h.n_units, h.n_chunks, h.n_partials, h.n_recvs, h.n_frees, h.n_barriers, h.n_instrs,
+                          h.S, h.n_seam_sends})
         if (count < 0) bad_input("plan v2 buffer: a negative count in its header");
+    if (h.seam != 0 && h.seam != 1) bad_input("plan v2 buffer: its seam flag is neither 0 nor 1");
     PlanV2Layout L{};
     int64_t at = int64_t(sizeof(PlanV2Header) / 4);
     auto next = [&](int32_t& table, int64_t words) {
@@ -56,6 +58,11 @@ PlanV2Layout v2_layout(const PlanV2Header& h) {
     next(L.recvs, int64_t(h.n_recvs) * int64_t(sizeof(V2Recv) / 4));
     next(L.frees, int64_t(h.n_frees) * int64_t(sizeof(V2Free) / 4));
     next(L.barriers, int64_t(h.n_barriers) * int64_t(sizeof(V2Barrier) / 4));
+    const int64_t seam = h.seam;  // the seam's tables: empty without it
+    next(L.seam_owner, seam * h.S);
+    next(L.seam_ctas, seam * int64_t(h.ctas) * int64_t(sizeof(V2SeamCta) / 4));
+    next(L.seam_send_begin, seam * (int64_t(h.ctas) + 1));
+    next(L.seam_sends, int64_t(h.n_seam_sends) * int64_t(sizeof(V2SeamSend) / 4));
     next(L.prog_begin, procs + 1);
     next(L.instrs, int64_t(h.n_instrs) * int64_t(sizeof(V2Instr) / 4));
     next(L.wait_begin, int64_t(h.n_instrs) + 1);
@@ -74,6 +81,9 @@ std::vector<int32_t> PlanV2::serialize() const {
     for (const auto& c : chunks) h.n_chunks += int32_t(c.size());
     h.n_partials = int32_t(partials.size()), h.n_recvs = int32_t(recvs.size()), h.n_frees = int32_t(frees.size());
     h.n_barriers = int32_t(barriers.size());
+    h.seam = params_.seam, h.nb = cfg_.nb, h.seam_slice_cols = params_.seam_slice_cols, h.n_seam_sends = int32_t(seam_sends.size());
+    if (has_seam() && (seam_owner.size() != size_t(h.S) || seam_ctas.size() != size_t(ctas()) || seam_send_begin.size() != size_t(ctas()) + 1))
+        throw std::logic_error("plan v2: the seam's tables are not an owner a row and an entry a CTA");
     const std::vector<std::vector<V2Wait>> waits_of = all_waits(*this);
     h.n_instrs = int32_t(waits_of.size());
     int64_t n_waits = 0;
@@ -96,6 +106,10 @@ std::vector<int32_t> PlanV2::serialize() const {
     put_table(w, recvs);
     put_table(w, frees);
     put_table(w, barriers);
+    put_table(w, seam_owner);
+    put_table(w, seam_ctas);
+    put_table(w, seam_send_begin);
+    put_table(w, seam_sends);
     at = 0;
     for (const auto& p : programs) w.push_back(at), at += int32_t(p.size());
     w.push_back(at);
@@ -138,7 +152,19 @@ PlanV2Header read_v2_header(const std::vector<int32_t>& words) {
     if (!spans(words, L.cluster_first, h.clusters, h.n_units) || !spans(words, L.chunk_begin, h.ctas, h.n_chunks) ||
         !spans(words, L.prog_begin, procs, h.n_instrs) || !spans(words, L.wait_begin, h.n_instrs, rest / 4))
         bad_input("plan v2 buffer: an index table (cluster_first, chunk_begin, prog_begin, wait_begin) does not span its table");
+    if (h.seam ? !spans(words, L.seam_send_begin, h.ctas, h.n_seam_sends) : h.n_seam_sends != 0)
+        bad_input("plan v2 buffer: the seam's send index (seam_send_begin) does not span its sends");
     const PlanV2View v{words.data(), L};
+    for (int s = 0; s < h.S * h.seam; ++s)
+        if (v.seam_owner(s) < 0 || v.seam_owner(s) >= h.ranks)
+            bad_input("plan v2 buffer: row " + std::to_string(s) + "'s seam owner is rank " + std::to_string(v.seam_owner(s)) +
+                      ", outside the cluster");
+    for (int e = 0; e < h.n_seam_sends; ++e) {
+        const V2SeamSend& x = v.seam_send(e);
+        if (x.from < 0 || x.from >= h.ctas || x.to < 0 || x.to >= h.ctas || x.from / h.ranks != x.to / h.ranks ||
+            x.bar < int32_t(V2SeamBar::part) || x.bar > int32_t(V2SeamBar::msq))
+            bad_input("plan v2 buffer: seam send " + std::to_string(e) + " names a CTA outside its cluster or a barrier not a hand-off's");
+    }
     for (int u = 0; u < h.n_units; ++u)
         if (v.unit(u).tiles < 1 || v.unit(u).tiles > kV2UnitTiles)
             bad_input("plan v2 buffer: unit " + std::to_string(u) + " has " + std::to_string(v.unit(u).tiles) + " tiles");
@@ -154,9 +180,12 @@ PlanV2Header read_v2_header(const std::vector<int32_t>& words) {
         for (int i = v.prog_begin(int(p)); i < v.prog_begin(int(p) + 1); ++i) {
             const V2Instr& in = v.instr(i);
             const int k = int(p / kV2ProcsPerCta);
+            const bool seam_op = in.op >= int32_t(V2Op::INPUT) && in.op <= int32_t(V2Op::XWAIT);
             const int32_t end = in.op == int32_t(V2Op::COPY) || in.op == int32_t(V2Op::TAKE) || in.op == int32_t(V2Op::FREE)
                                     ? v.chunk_begin(k + 1) - v.chunk_begin(k)
-                                    : in.op >= 1 && in.op <= int32_t(V2Op::RELEASE) ? operand_end[in.op] : -1;
+                                : seam_op                                        ? (h.seam ? h.ctas : 0)  // the seam ops' CTA
+                                : in.op >= 1 && in.op <= int32_t(V2Op::RELEASE) ? operand_end[in.op]
+                                                                                 : -1;
             if (in.a < 0 || in.a >= end)
                 bad_input("plan v2 buffer: step " + std::to_string(i) + " (op " + std::to_string(in.op) + ") has operand " +
                           std::to_string(in.a) + ", outside the table it names");
@@ -246,6 +275,22 @@ std::string PlanV2::to_json() const {
     for (const V2Barrier& b : barriers)
         bs.push_back({{"cluster", b.cluster}, {"point", to_string(V2Point(b.point))}, {"scope", b.scope ? "cta" : "cluster"}});
     j["cluster_barriers"] = bs;
+    if (has_seam()) {
+        ordered_json sc = ordered_json::array();
+        for (int k = 0; k < ctas(); ++k) {
+            const V2SeamCta& e = seam_ctas[size_t(k)];
+            ordered_json sends = ordered_json::array();
+            for (int i = seam_send_begin[size_t(k)]; i < seam_send_begin[size_t(k) + 1]; ++i) {
+                const V2SeamSend& x = seam_sends[size_t(i)];
+                sends.push_back({{"to", x.to}, {"barrier", to_string(V2SeamBar(x.bar))}, {"bytes", x.bytes}});
+            }
+            sc.push_back({{"cta", k}, {"in_bytes", e.in_bytes}, {"part_bytes", e.part_bytes}, {"wgt_bytes", e.wgt_bytes},
+                          {"msq_bytes", e.msq_bytes}, {"rows_owned", e.rows_owned}, {"sends", sends}});
+        }
+        j["seam"] = {{"slice_cols", params_.seam_slice_cols}, {"row_owner", seam_owner}, {"ctas", sc}};
+    } else {
+        j["seam"] = nullptr;  // x is an input
+    }
     return j.dump(1) + "\n";
 }
 

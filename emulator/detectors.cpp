@@ -73,6 +73,13 @@ const std::vector<DetectorInfo>& detector_list() {
         {D::barrier_init, "barrier_init", V::VISIBILITY_FAULT,
          "kernel v2: an mbarrier used (a peer's st.async or arrive, a wait) not ordered after its initialisation",
          Fault::missing_cluster_barrier, ""},
+        {D::seam_landed, "seam_landed", V::VISIBILITY_FAULT,
+         "kernel v2: a seam stage (GATE, MIX, X) reads a hand-off the phase of its barrier it waited for did not count "
+         "(not landed, or landed after the phase completed)",
+         Fault::seam_part_short, ""},
+        {D::x_ready, "x_ready", V::VISIBILITY_FAULT,
+         "kernel v2: a consumer multiplies x not ordered after its CTA's seam stored it (no wait on the x barrier)",
+         Fault::x_before_seam, ""},
     };
     return list;
 }

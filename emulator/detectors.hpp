@@ -46,6 +46,8 @@ enum class Detector : uint8_t {
     recv_slot_free,      // a partial sent into a receive slot not ordered after its owner's sum of the slot's last use
     partials_landed,     // an owner's sum of a partial not ordered after its st.async (not counted in the phase it waited)
     barrier_init,        // an mbarrier touched (peer st.async or arrive, a wait) not ordered after its initialisation
+    seam_landed,         // a seam stage reads a hand-off its barrier's phase did not count (not landed, or landed after)
+    x_ready,             // a consumer's take of x not ordered after its CTA's seam stored x
     none,                // (MachineResult::detector of a run that passed)
 };
 

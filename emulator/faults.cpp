@@ -61,6 +61,18 @@ const std::vector<FaultInfo>& fault_list() {
          "(--kernel v2) cluster 0's entry barrier is a CTA barrier: a peer may send to an owner's barrier before "
          "the owner has made it",
          false, 2},
+        {Fault::seam_part_short, "seam_part_short",
+         "(--kernel v2) cluster 0's rank 0, the owner of row 0, arms its seam part barrier one sender's partials short: "
+         "its GATE may take the softmax before the last partials have landed",
+         false, 2},
+        {Fault::x_before_seam, "x_before_seam",
+         "(--kernel v2) CTA 0's consumer 0 starts in_proj without waiting on the seam's x barrier: it may multiply an x "
+         "the seam has not stored",
+         false, 2},
+        {Fault::seam_wgt_dropped, "seam_wgt_dropped",
+         "(--kernel v2) cluster 0's rank 0 GATE never sends its rows' weights to rank 1: rank 1's MIX waits for bytes "
+         "that never come (a hang)",
+         false, 2},
     };
     return list;
 }
@@ -134,6 +146,8 @@ PlanV2 apply_v2_plan_fault(const PlanV2& plan, Fault f) {
             if (e.unit == p.cluster_first[0] && e.owner == 0) e.bytes -= p.partial_bytes();
     } else if (f == Fault::missing_cluster_barrier) {
         p.barriers[size_t(p.barrier_index(0, V2Point::entry))].scope = 1;
+    } else if (f == Fault::seam_part_short && p.has_seam()) {
+        p.seam_ctas[0].part_bytes -= p.seam_part_bytes(p.seam_ctas[0].rows_owned);
     }
     return p;
 }
@@ -203,6 +217,10 @@ bool FaultHooks::skips_empty_wait(int cta, int chunk, int depth) const {
 }
 bool FaultHooks::skips_free_wait(int cta, int warp, int use) const {
     return fault == Fault::recv_slot_reused && cta == 1 && warp == 0 && use == 1;
+}
+bool FaultHooks::skips_x_wait(int cta, int warp) const { return fault == Fault::x_before_seam && cta == 0 && warp == 0; }
+bool FaultHooks::drops_seam_send(int cluster, int from, int to, int bar) const {
+    return fault == Fault::seam_wgt_dropped && cluster == 0 && from == 0 && to == 1 && bar == int(V2SeamBar::wgt);
 }
 
 }  // namespace monokda::emu

@@ -40,6 +40,9 @@ enum class Fault {
     publish_before_last_partial,  // cluster 0's owner of unit 0's first rows arms its receive barrier one partial short
     recv_slot_reused,             // CTA 1's tile-0 sender reuses a receive slot without waiting for its free barrier
     missing_cluster_barrier,      // cluster 0's entry barrier is a CTA barrier: peers may touch barriers not yet made
+    seam_part_short,              // cluster 0's rank-0 part barrier is armed one sender's partials short
+    x_before_seam,                // CTA 0's consumer 0 starts in_proj without waiting for its CTA's x
+    seam_wgt_dropped,             // cluster 0's rank-0 GATE never sends its weights to rank 1: its MIX never completes
 };
 
 struct FaultInfo {
@@ -57,7 +60,7 @@ Fault parse_fault(const std::string& name);  // BadInput naming the known ones
 // Plan faults: the plan as the faulty kernel would run it (changes instruction data).
 Plan apply_plan_fault(const Plan& plan, Fault f);
 // Kernel v2's plan faults: the v2 plan with the fault's table edited (publish_before_last_partial,
-// missing_cluster_barrier), run unchecked; other faults leave it as it is.
+// missing_cluster_barrier, seam_part_short), run unchecked; other faults leave it as it is.
 PlanV2 apply_v2_plan_fault(const PlanV2& plan, Fault f);
 
 // Launch and body faults: each hook returns what the clean kernel does unless its fault is planted.
@@ -87,6 +90,8 @@ struct FaultHooks {
     // kernel v2's roles (emulator/v2/machine_v2.cpp)
     bool skips_empty_wait(int cta, int chunk, int depth) const;  // ring_refill_early: the first refill of slot 0
     bool skips_free_wait(int cta, int warp, int use) const;      // recv_slot_reused: the first reuse (use 1) of a slot
+    bool skips_x_wait(int cta, int warp) const;                  // x_before_seam
+    bool drops_seam_send(int cluster, int from, int to, int bar) const;  // seam_wgt_dropped (ranks; bar: V2SeamBar)
     // BadInput where the fault is another kernel's (kernel: 1 or 2)
     void require_kernel(int kernel) const;
 };

@@ -80,6 +80,7 @@ inline const PlanTables& tables_for(std::map<PlanKey, PlanTables>& cache, const 
     c.R = 1, c.L = key.S, c.slots = key.S + 1;
     PlanV2Params pp = PlanV2Params::for_config(c);
     pp.chunk_ksteps = key.kq, pp.ring_depth = key.stages, pp.in_flight = key.inflight, pp.recv_slots = key.slots;
+    pp.seam = 0;  // the seam body (v2_seam.cuh) keeps its own owners, bytes and layout: the kernel's shared memory is in_proj's
     PlanTables t{};
     try {
         t.plan = PlanV2::build(c, pp);

@@ -78,6 +78,9 @@ std::string v2_replay(const V2EmulateOptions& o) {
 
 V2EmulateResult emulate_v2(const V2Prepared& prep, const V2EmulateOptions& o) {
     FaultHooks{o.fault}.require_kernel(2);
+    if (!prep.plan.has_seam() && (o.fault == Fault::seam_part_short || o.fault == Fault::x_before_seam || o.fault == Fault::seam_wgt_dropped))
+        bad_input(std::string("fault ") + to_string(o.fault) + " is planted in the seam, which this plan leaves out (x an input: its shared "
+                  "memory does not fit beside in_proj's at S = " + std::to_string(prep.plan.config().S()) + ")");
     V2EmulateResult r;
     r.plan = apply_v2_plan_fault(prep.plan, o.fault);
     V2MachineOptions mo;

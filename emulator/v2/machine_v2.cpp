@@ -62,6 +62,13 @@ Machine::Machine(const PlanV2& p, const std::vector<bf16>& x, const std::vector<
         for (auto& slot : cs.regions)
             for (Region& g : slot) g.data.assign(size_t(kV2OwnerRows) * size_t(S_), 0.f);
         cs.red.assign(size_t(kV2UnitTiles), std::vector<float>(size_t(kV2TileRows) * size_t(S_), 0.f));
+        cs.seam.assign(size_t(V2SeamBar::count), blank);
+    }
+    send_phase_.assign(p.seam_sends.size(), -1);
+    sends_into_.assign(size_t(p.ctas()), std::vector<std::vector<int>>(size_t(V2SeamBar::count)));
+    for (size_t e = 0; e < p.seam_sends.size(); ++e) {
+        const V2SeamSend& x = p.seam_sends[e];
+        if (x.to >= 0 && x.to < p.ctas() && x.bar >= 0 && x.bar < int32_t(V2SeamBar::count)) sends_into_[size_t(x.to)][size_t(x.bar)].push_back(int(e));
     }
     for (const V2Barrier& b : p.barriers) {
         MBar m;
@@ -86,6 +93,7 @@ MBar& Machine::bar(const V2BarRef& b, int p) {
         case V2Bar::empty: return cs.empty[size_t(b.index)];
         case V2Bar::recv: return cs.recv[size_t(b.index)];
         case V2Bar::free: return cs.free[size_t(b.index)];
+        case V2Bar::seam: return cs.seam[size_t(b.index)];
         default: return cs.pair[size_t(b.index)];
     }
 }
@@ -200,6 +208,8 @@ void Machine::land(const Landing& l) {
         g.landed = pa.unit;
         g.landed_clock = l.vc[size_t(local(l.proc))];
         complete_tx(ctas_[size_t(owner)].recv[size_t(rv.slot)], pa.bytes, l.vc);
+    } else if (l.kind == Landing::seam_in || l.kind == Landing::seam_send) {
+        land_seam(l);
     } else {
         const V2Free& f = plan_.frees[size_t(l.a)];
         const int k = plan_.cta(plan_.units[size_t(f.unit)].cluster, l.b);
@@ -218,17 +228,19 @@ void Machine::fail(Detector d, const std::string& detail, const std::vector<int>
 }
 
 // No process can step and nothing is in flight: the blocked ones, each with the barrier it waits on,
-// those held elsewhere than at the exit barrier first (they are why the rest wait there).
+// the seam's first (a hand-off that never came holds the CTA's in_proj behind it), then those held
+// elsewhere than at the exit barrier (they are why the rest wait there).
 void Machine::hang() {
     std::string s = "no process can step and nothing is in flight; blocked:";
     std::vector<int> named, order;
-    for (int pass = 0; pass < 2; ++pass)
+    for (int pass = 0; pass < 3; ++pass)
         for (int q = 0; q < plan_.processes(); ++q) {
             const Proc& pr = procs_[size_t(q)];
             if (pr.done) continue;
             const V2Instr& in = plan_.programs[size_t(q)][pr.pc];
             const bool at_exit = in.opcode() == V2Op::SYNC && plan_.barriers[size_t(in.a)].point == int32_t(V2Point::exit);
-            if (at_exit == (pass == 1)) order.push_back(q);
+            const bool seam = PlanV2::proc_role(q) == V2Role::seam && !at_exit;
+            if ((seam ? 0 : at_exit ? 2 : 1) == pass) order.push_back(q);
         }
     for (size_t i = 0; i < order.size() && i < 8; ++i) {
         const int q = order[i];

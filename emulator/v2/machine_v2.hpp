@@ -1,5 +1,5 @@
 // The emulator's machine for kernel v2's in_proj (core/plan_v2.hpp, docs/emulator.md "Kernel v2"):
-// every role instance of the plan (a CTA's producer, reducer and eight consumer warps) is a
+// every role instance of the plan (a CTA's producer, reducer, eight consumer warps and seam team) is a
 // cooperative process stepping through its program, one scheduler-chosen step at a time, over
 // modelled mbarriers (arrival counts, byte counts, phases), a ring of slots a CTA, bulk copies and
 // st.async stores that land after a delay the schedule draws, peer arrives, cluster barriers and

@@ -1,6 +1,7 @@
 // Kernel v2's machine (emulator/v2/machine_v2.hpp), shared by the two files that define it:
-// machine_v2.cpp (the mbarrier model, landings, the loop, hangs, history) and roles_v2.cpp (each
-// step of the producer, the consumers and the reducer, with the detectors' checks where they act).
+// machine_v2.cpp (the mbarrier model, landings, the loop, hangs, history), roles_v2.cpp (each step
+// of the producer, the consumers and the reducer, with the detectors' checks where they act) and
+// seam_v2.cpp (the seam's steps and their detectors).
 #pragma once
 #include <memory>
 #include <queue>
@@ -56,12 +57,16 @@ struct CtaState {
     std::vector<RingSlot> ring;
     std::vector<std::vector<Region>> regions;  // [recv slot][sender rank]
     std::vector<std::vector<float>> red;       // [tile]: the odd warp's sums handed to the even one
+    std::vector<MBar> seam;                    // [V2SeamBar]
+    bool x_stored = false;                     // the seam's X ran; x_clock: its clock component then
+    uint32_t x_clock = 0;
 };
 
 struct Landing {
     int64_t at, seq;
-    enum Kind { copy, partial, arrive } kind;
-    int a, b;                    // copy: cta, chunk; partial: partial index; arrive: free entry, target rank
+    enum Kind { copy, partial, arrive, seam_in, seam_send } kind;
+    int a, b;                    // copy: cta, chunk; partial: partial index; arrive: free entry, target rank;
+                                 // seam_in: cta; seam_send: send index
     std::vector<uint32_t> vc;    // the issuer's clock
     std::vector<float> data;     // partial: [8][S]
     int proc;
@@ -112,6 +117,12 @@ private:
     void release(int p, const V2Instr& in);
     void init(int p);
     void products(int p, const V2Chunk& ch, const RingSlot& slot);
+    // seam_v2.cpp
+    bool seam_step(int p, const V2Instr& in);  // INPUT, LOAD, PART, GATE, MIX, X, XWAIT
+    void seam_sends(int p, V2SeamBar bar);
+    void seam_landed(int p, V2SeamBar bar);
+    void x_ready(int p, const V2Instr& in);
+    void land_seam(const Landing& l);
 
     const PlanV2& plan_;
     const V2MachineOptions& opt_;
@@ -124,6 +135,8 @@ private:
     std::vector<CtaState> ctas_;
     std::vector<std::vector<MBar>> cbar_;  // [barrier][instance]: one a cluster, or one a CTA (scope 1)
     std::vector<std::vector<std::vector<V2Wait>>> waits_;  // [process][step]
+    std::vector<int> send_phase_;                          // [seam send]: the phase of its barrier that counted it (-1: not landed)
+    std::vector<std::vector<std::vector<int>>> sends_into_;  // [cta][V2SeamBar]: the seam sends into that barrier
     std::priority_queue<Landing, std::vector<Landing>, std::greater<Landing>> landings_;
     std::unique_ptr<Scheduler> sched_;
     bool delay_cta_ = false;

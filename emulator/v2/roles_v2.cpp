@@ -2,7 +2,7 @@
 // as the probe's kernel does it (bench/probes/v2_inproj_kernel.cuh: producer, consumers, reducer),
 // over the machine's barriers and buffers, with the fault hooks and the detectors of each mechanism
 // where it acts: ring_slot_free at a copy, recv_slot_free at a send, partials_landed at a sum,
-// barrier_init at every barrier a step touches.
+// x_ready at a take, barrier_init at every barrier a step touches.
 #include <stdexcept>
 
 #include "emulator/v2/machine_v2_impl.hpp"
@@ -25,12 +25,20 @@ bool Machine::step(int p) {
         case V2Op::SEND: return send(p, in);
         case V2Op::REDUCE: return reduce(p, in);
         case V2Op::RELEASE: release(p, in); return true;
+        case V2Op::INPUT:
+        case V2Op::LOAD:
+        case V2Op::PART:
+        case V2Op::GATE:
+        case V2Op::MIX:
+        case V2Op::X:
+        case V2Op::XWAIT: return seam_step(p, in);
     }
     throw std::logic_error("emulator: v2 step " + std::to_string(in.op) + " unknown");
 }
 
 // The CTA's barriers made (full: the producer's arrive, empty: the consumers', recv: the owner's,
-// free: the ranks'); the owner arms each receive slot's use at its REDUCE.
+// free: the ranks', the seam's: one arrival each); the owner arms each receive slot's use at its
+// REDUCE, the seam's part, wgt and msq are armed here, as v2_seam.cuh's seam_arm does.
 void Machine::init(int p) {
     const int k = PlanV2::proc_cta(p);
     CtaState& cs = ctas_[size_t(k)];
@@ -39,6 +47,15 @@ void Machine::init(int p) {
     for (MBar& b : cs.empty) make(b, plan_.rings[size_t(k)].consumers, p);
     for (MBar& b : cs.recv) make(b, 1, p);
     for (MBar& b : cs.free) make(b, R_, p);
+    for (MBar& b : cs.seam) make(b, 1, p);
+    if (!plan_.has_seam()) return;
+    const V2SeamCta& e = plan_.seam_ctas[size_t(k)];
+    const int32_t armed[] = {e.part_bytes, e.wgt_bytes, e.msq_bytes};
+    for (int b = 0; b < 3; ++b) {
+        MBar& m = cs.seam[size_t(int(V2SeamBar::part) + b)];
+        expect(m, armed[b]);
+        arrive(m, 1, procs_[size_t(p)].vc);
+    }
 }
 
 bool Machine::copy(int p, const V2Instr& in) {
@@ -109,6 +126,7 @@ void Machine::products(int p, const V2Chunk& ch, const RingSlot& slot) {
 bool Machine::take(int p, const V2Instr& in) {
     const int k = PlanV2::proc_cta(p);
     if (!await(p, waits_[size_t(p)][procs_[size_t(p)].pc][0])) return false;
+    x_ready(p, in);
     const V2Chunk& ch = plan_.chunks[size_t(k)][size_t(in.a)];
     products(p, ch, ctas_[size_t(k)].ring[size_t(ch.slot)]);  // the slot's bytes as they are now
     return true;

@@ -160,12 +160,14 @@ TEST_CASE("the small plan's waits: ring refills, the in-flight cap, receive slot
     const PlanV2 p = plan_for("small");
     const int k = 3, prod = PlanV2::proc(k, V2Role::producer);
     const auto& pp = p.programs[size_t(prod)];
-    REQUIRE(pp.size() == 6);  // INIT, SYNC entry, COPY 0..2, SYNC exit
+    REQUIRE(pp.size() == 7);  // INIT, SYNC entry, INPUT, COPY 0..2, SYNC exit
     CHECK(pp[0].opcode() == V2Op::INIT);
     CHECK(p.waits(prod, 0).empty());
     CHECK(has_wait(p.waits(prod, 1), V2Bar::cluster, -1, p.barrier_index(0, V2Point::entry), 0));
-    CHECK(p.waits(prod, 2).empty());  // chunk 0: a free slot, nothing in flight
-    const auto w2 = p.waits(prod, 4);  // chunk 2: the cap (chunk 0 landed) and slot 0 freed
+    CHECK(pp[2].opcode() == V2Op::INPUT);  // the seam's inputs, ahead of the stream
+    CHECK(p.waits(prod, 2).empty());
+    CHECK(p.waits(prod, 3).empty());  // chunk 0: a free slot, nothing in flight
+    const auto w2 = p.waits(prod, 5);  // chunk 2: the cap (chunk 0 landed) and slot 0 freed
     CHECK(w2.size() == 2);
     CHECK(has_wait(w2, V2Bar::full, k, 0, 0));
     CHECK(has_wait(w2, V2Bar::empty, k, 0, 0));
@@ -197,6 +199,54 @@ TEST_CASE("the small plan's waits: ring refills, the in-flight cap, receive slot
     CHECK(p.programs[size_t(PlanV2::proc(p.cta(0, 2), V2Role::reducer))].size() == 2 + 2 * 2);
 }
 
+TEST_CASE("the small plan's seam: owners, armed bytes, hand-offs and each stage's wait, as worked out by hand") {
+    // S = 8 rows, nb = 4 (5 sources, 6 weights a row), a rank's 32 columns one seam slice of 32: 8 slices
+    const PlanV2 p = plan_for("small");
+    REQUIRE(p.has_seam());
+    CHECK(p.seam_slices() == 8);
+    CHECK(p.seam_owner == std::vector<int32_t>{0, 1, 2, 3, 4, 5, 6, 7});
+    const int k = 11;  // cluster 1 rank 3: owns row 3
+    const V2SeamCta& e = p.seam_ctas[size_t(k)];
+    CHECK(e.in_bytes == (3 + 8 * (2 + 4)) * 32 * 2);
+    CHECK(e.part_bytes == 8 * 1 * 5 * 1 * 8);  // 8 senders x 1 row x 5 sources x 1 slice x (Σv², Σv·wq)
+    CHECK(e.wgt_bytes == 8 * 6 * 4);           // every row's e_0 .. e_4, Σe
+    CHECK(e.msq_bytes == 8 * 8 * 4);           // every row's 8 slices
+    CHECK(e.rows_owned == 1);
+    const int b = p.seam_send_begin[size_t(k)];
+    REQUIRE(p.seam_send_begin[size_t(k) + 1] - b == 24);
+    CHECK((p.seam_sends[size_t(b)].to == 8 && p.seam_sends[size_t(b)].bar == int32_t(V2SeamBar::part) && p.seam_sends[size_t(b)].bytes == 40));
+    CHECK((p.seam_sends[size_t(b + 8)].to == 8 && p.seam_sends[size_t(b + 8)].bar == int32_t(V2SeamBar::wgt) && p.seam_sends[size_t(b + 8)].bytes == 24));
+    CHECK((p.seam_sends[size_t(b + 23)].to == 15 && p.seam_sends[size_t(b + 23)].bar == int32_t(V2SeamBar::msq) && p.seam_sends[size_t(b + 23)].bytes == 32));
+    const int q = PlanV2::proc(k, V2Role::seam);
+    const auto& sp = p.programs[size_t(q)];
+    REQUIRE(sp.size() == 7);  // SYNC entry, LOAD, PART, GATE, MIX, X, SYNC exit
+    const V2Op ops[] = {V2Op::SYNC, V2Op::LOAD, V2Op::PART, V2Op::GATE, V2Op::MIX, V2Op::X, V2Op::SYNC};
+    const V2SeamBar waited[] = {V2SeamBar::count, V2SeamBar::in, V2SeamBar::count, V2SeamBar::part, V2SeamBar::wgt, V2SeamBar::msq};
+    for (int i = 0; i < 6; ++i) {
+        CAPTURE(i);
+        CHECK(sp[size_t(i)].opcode() == ops[i]);
+        if (i == 0 || waited[i] == V2SeamBar::count) continue;
+        CHECK(p.waits(q, i).size() == 1);
+        CHECK(has_wait(p.waits(q, i), V2Bar::seam, k, int(waited[i]), 0));
+    }
+    CHECK(p.describe(sp[3]) == "GATE(CTA 11: rows 3)");
+    CHECK(p.bar_name(p.waits(q, 3)[0].bar) == "the seam's part barrier of CTA 11");
+    // each consumer waits for the CTA's x before its first take
+    const int con = PlanV2::proc(k, V2Role::consumer, 5);
+    CHECK(p.programs[size_t(con)][1].opcode() == V2Op::XWAIT);
+    CHECK(has_wait(p.waits(con, 1), V2Bar::seam, k, int(V2SeamBar::x), 0));
+    CHECK(p.programs[size_t(con)][2].opcode() == V2Op::TAKE);
+    // at S = 2 only ranks 0 and 1 own a row: the others have no GATE and send part to two owners
+    Config c = Config::preset("small");
+    c.R = 1, c.L = 2, c.slots = c.S() + 1;
+    const PlanV2 two = PlanV2::build(c, PlanV2Params::for_config(c));
+    CHECK(two.problems().empty());
+    CHECK(two.programs[size_t(PlanV2::proc(5, V2Role::seam))].size() == 6);
+    CHECK(two.seam_send_begin[6] - two.seam_send_begin[5] == 2 + 8);
+    CHECK(two.seam_ctas[1].part_bytes == 8 * 40);
+    CHECK(two.seam_ctas[5].part_bytes == 0);
+}
+
 TEST_CASE("the JSON form holds every table and every role's program") {
     const PlanV2 p = plan_for("small");
     const auto j = nlohmann::json::parse(p.to_json());
@@ -205,9 +255,32 @@ TEST_CASE("the JSON form holds every table and every role's program") {
     CHECK(j["units"].size() == 6);
     CHECK(j["ctas"].size() == 16);
     CHECK(j["ctas"][3]["roles"].size() == size_t(kV2ProcsPerCta));
-    CHECK(j["ctas"][3]["roles"][0]["program"][4]["waits"].size() == 2);
+    CHECK(j["ctas"][3]["roles"][0]["program"][5]["waits"].size() == 2);
+    CHECK(j["seam"]["row_owner"].size() == 8);
+    CHECK(j["seam"]["ctas"][3]["sends"].size() == 24);
+    CHECK(j["seam"]["ctas"][3]["sends"][8]["barrier"] == "wgt");
     CHECK(j["cluster_buffers"].size() == p.recvs.size());
     CHECK(j["reduction_order"] == "cluster:8");
+}
+
+TEST_CASE("the parameters: the seam where its shared memory fits beside in_proj's, else x an input") {
+    CHECK(PlanV2Params::for_config(step("k3", 1, 1)).seam == 1);
+    CHECK(PlanV2Params::for_config(step("k3", 2, 2)).seam == 1);   // S = 4
+    CHECK(PlanV2Params::for_config(step("k3", 2, 8)).seam == 0);   // S = 16: 172 KB of inputs alone
+    CHECK(PlanV2Params::for_config(step("k3", 8, 8)).seam == 0);
+    CHECK(PlanV2Params::for_config(step("small", 2, 4)).seam == 1);
+    Config c = step("k3", 2, 8);
+    PlanV2Params pp = PlanV2Params::for_config(c);
+    const PlanV2 off = PlanV2::build(c, pp);
+    CHECK(off.problems().empty());
+    CHECK(off.seam_sends.empty());
+    CHECK(off.programs[size_t(PlanV2::proc(3, V2Role::seam))].size() == 2);  // the spare warps pass the cluster barriers
+    pp.seam = 1;  // asked for anyway: it does not fit
+    bool over = false;
+    for (const auto& pr : PlanV2::build(c, pp).problems()) over |= pr.check == "smem_fits";
+    CHECK(over);
+    pp.seam_slice_cols = 100;
+    CHECK_THROWS_WITH_AS(pp.validate(c), doctest::Contains("seam_slice_cols = 100 must divide a rank's 896 columns"), BadInput);
 }
 
 TEST_CASE("the parameters: the probes' setting by S, and bad values named") {

@@ -58,6 +58,21 @@ const std::vector<Plant>& plants() {
         // cluster 0's entry barrier a CTA barrier (as the emulator's missing_cluster_barrier fault)
         {"cluster_barriers", "the entry barrier of cluster 0 has CTA scope", [](PlanV2& p) { p.barriers[0].scope = 1; }},
         {"smem_fits", "CTA 4 needs", [](PlanV2& p) { p.rings[4].slot_bytes = 240 * 1024; }},
+        // the owner's part barrier armed one partial short (as the emulator's seam_part_short fault, by a sender's)
+        {"seam_armed", "CTA 3's part barrier is armed for 312 bytes; its senders send 320", [](PlanV2& p) { p.seam_ctas[3].part_bytes -= 8; }},
+        // two senders' part sends into owner 0 one partial long and one short: the barrier's total holds
+        {"seam_sends", "seam send 0 is CTA 0 -> CTA 0 part, 48 bytes; CTA 0's send 0 is -> CTA 0 part, 40 bytes",
+         [](PlanV2& p) {
+             p.seam_sends[0].bytes += 8;
+             p.seam_sends[size_t(p.seam_send_begin[1])].bytes -= 8;
+         }},
+        {"seam_owners", "CTA 1's seam entry owns 1 rows; the owner table gives rank 1 0", [](PlanV2& p) { p.seam_owner[1] = 2; }},
+        // a consumer that starts in_proj without waiting for x (as the emulator's x_before_seam fault, in the plan)
+        {"seam_programs", "CTA 3 (cluster 0 rank 3) consumer 5 (tile 2, odd k-steps) has 0 seam steps, not XWAIT in order",
+         [](PlanV2& p) {
+             auto& prog = p.programs[size_t(PlanV2::proc(3, V2Role::consumer, 5))];
+             prog.erase(prog.begin() + 1);
+         }},
     };
     return list;
 }

@@ -35,7 +35,11 @@ TEST_CASE("the flat table: the header's counts, words where worked out by hand, 
     const PlanV2 p = plan_for("small", 2, 4);
     std::vector<int32_t> w = p.serialize();
     const PlanV2Header h = read_v2_header(w);
-    CHECK(h.version == 2);
+    CHECK(h.version == 3);
+    CHECK(h.seam == 1);  // the small shape's seam: a slice of 32 columns a rank
+    CHECK(h.nb == 4);
+    CHECK(h.seam_slice_cols == 32);
+    CHECK(h.n_seam_sends == 16 * (8 + 8 + 8));  // S = 8: every rank owns one row, so sends part, wgt and msq to every rank
     CHECK(h.ctas == 16);
     CHECK(h.n_units == 6);
     CHECK(h.n_chunks == 16 * 3);
@@ -44,7 +48,7 @@ TEST_CASE("the flat table: the header's counts, words where worked out by hand, 
     CHECK(h.partial_bytes == 256);
     CHECK(h.total_words == int(w.size()));
     const size_t hw = sizeof(PlanV2Header) / 4;
-    CHECK(hw == 22);
+    CHECK(hw == 26);
     CHECK(std::vector<int32_t>(w.begin() + long(hw), w.begin() + long(hw) + 3) == std::vector<int32_t>{0, 3, 6});  // cluster_first
     CHECK(w[hw + 3] == 0);  // unit 0: cluster 0, 4 tiles, rows 0, 16, 32, 48
     CHECK(w[hw + 4] == 4);
@@ -54,9 +58,9 @@ TEST_CASE("the flat table: the header's counts, words where worked out by hand, 
           std::vector<int32_t>{0, 1, 256, -1, -1, -1});
     // the run offsets follow the 6 units: CTA 1's run starts after cluster 0's 9 tiles × 2 k-steps × 512 bytes
     const PlanV2Layout L = v2_layout(h);
-    CHECK(L.cluster_first == 22);
-    CHECK(L.units == 25);
-    CHECK(L.run_offset == 25 + 36);
+    CHECK(L.cluster_first == 26);
+    CHECK(L.units == 29);
+    CHECK(L.run_offset == 29 + 36);
     CHECK(w[size_t(L.run_offset) + 1] == 9 * 2 * 512);
     CHECK(w[size_t(L.run_offset) + 16] == 8 * (9 + 9) * 2 * 512);
     std::vector<int32_t> bad = w;
@@ -67,7 +71,16 @@ TEST_CASE("the flat table: the header's counts, words where worked out by hand, 
     refused(bad, "do not match its length");
     bad = w;
     bad[1] = 1;
-    refused(bad, "version 1 (expected 2)");
+    refused(bad, "version 1 (expected 3)");
+    // the seam's tables follow the barriers: row 1's owner rank 1; CTA 9 (cluster 1 rank 1) owns one row,
+    // armed for its 8 senders' part sends of one row x 5 sources x 1 slice x 8 bytes; its first send is to CTA 8's part
+    CHECK(L.seam_owner == L.barriers + 4 * 3);
+    CHECK(w[size_t(L.seam_owner) + 1] == 1);
+    CHECK(std::vector<int32_t>(w.begin() + L.seam_ctas + 9 * 5, w.begin() + L.seam_ctas + 10 * 5) ==
+          std::vector<int32_t>{(3 + 8 * 6) * 32 * 2, 8 * 40, 8 * 6 * 4, 8 * 8 * 4, 1});
+    CHECK(w[size_t(L.seam_send_begin) + 9] == 9 * 24);
+    CHECK(std::vector<int32_t>(w.begin() + L.seam_sends + 9 * 24 * 4, w.begin() + L.seam_sends + 9 * 24 * 4 + 4) ==
+          std::vector<int32_t>{9, 8, int32_t(V2SeamBar::part), 40});
     refused(std::vector<int32_t>(3), "shorter than its header");
 }
 
@@ -101,6 +114,18 @@ TEST_CASE("every entry the device reads decodes, at v2_layout's offsets, to the 
             CHECK(x.bytes == p.params().ranks * p.partial_bytes());  // the byte count the reducer arms with
             CHECK(v.free_entry(int(e)).count == p.frees[e].count);
             CHECK(v.free_entry(int(e)).slot == p.frees[e].slot);
+        }
+        CHECK(v.at.seam_sends - v.at.seam_owner == (p.has_seam() ? p.config().S() + 5 * p.ctas() + p.ctas() + 1 : 0));
+        for (size_t s = 0; s < p.seam_owner.size(); ++s) CHECK(v.seam_owner(int(s)) == p.seam_owner[s]);
+        for (size_t k = 0; k < p.seam_ctas.size(); ++k) {
+            const V2SeamCta &x = v.seam_cta(int(k)), &y = p.seam_ctas[k];
+            CHECK((x.in_bytes == y.in_bytes && x.part_bytes == y.part_bytes && x.wgt_bytes == y.wgt_bytes && x.msq_bytes == y.msq_bytes &&
+                   x.rows_owned == y.rows_owned));
+            CHECK(v.seam_send_begin(int(k)) == p.seam_send_begin[k]);
+        }
+        for (size_t e = 0; e < p.seam_sends.size(); ++e) {
+            const V2SeamSend &x = v.seam_send(int(e)), &y = p.seam_sends[e];
+            CHECK((x.from == y.from && x.to == y.to && x.bar == y.bar && x.bytes == y.bytes));
         }
         for (int q = 0; q < p.processes(); ++q) {
             const auto& prog = p.programs[size_t(q)];
@@ -139,6 +164,17 @@ TEST_CASE("a corrupted flat table is refused by read_v2_header, naming what it w
          [&](std::vector<int32_t>& x) { x[size_t(L.instrs) + 2 * size_t(red) + 1] = int32_t(p.recvs.size()); }},
         {"outside the table it names", [&](std::vector<int32_t>& x) { x[size_t(L.instrs) + 1] = 5; }},  // INIT 5
         {"outside the table it names", [&](std::vector<int32_t>& x) { x[size_t(L.instrs)] = 42; }},   // no such op
+        {"seam flag is neither", [](std::vector<int32_t>& x) { x[offsetof(PlanV2Header, seam) / 4] = 2; }},
+        {"row 3's seam owner is rank 8", [&](std::vector<int32_t>& x) { x[size_t(L.seam_owner) + 3] = 8; }},
+        {"seam_send_begin", [&](std::vector<int32_t>& x) { x[size_t(L.seam_send_begin) + 16] -= 1; }},  // the last send lost
+        {"seam send 5 names a CTA outside its cluster", [&](std::vector<int32_t>& x) { x[size_t(L.seam_sends) + 5 * 4 + 1] = 8; }},
+        {"seam send 30 names a CTA outside its cluster or a barrier", [&](std::vector<int32_t>& x) { x[size_t(L.seam_sends) + 30 * 4 + 2] = 0; }},
+        {"outside the table it names",  // the seam's GATE of CTA 0 names CTA 16
+         [&](std::vector<int32_t>& x) {
+             const int q = PlanV2::proc(0, V2Role::seam);
+             for (int i = v.prog_begin(q); i < v.prog_begin(q + 1); ++i)
+                 if (v.instr(i).op == int32_t(V2Op::GATE)) x[size_t(L.instrs) + 2 * size_t(i) + 1] = 16;
+         }},
     };
     for (const Plant& pl : plants) {
         CAPTURE(pl.names);

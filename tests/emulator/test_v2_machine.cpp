@@ -98,7 +98,7 @@ TEST_CASE("a copy dropped from a producer's program: a hang, its blocked consume
     const V2Prepared& base = small_v2();
     V2Prepared p = base;
     auto& prog = p.plan.programs[size_t(PlanV2::proc(3, V2Role::producer))];
-    prog.erase(prog.begin() + 3);  // COPY(chunk 1) of CTA 3
+    prog.erase(prog.begin() + 4);  // COPY(chunk 1) of CTA 3 (after INIT, SYNC, INPUT, COPY 0)
     for (const char* s : {"random", "pct", "rr"}) {
         V2EmulateOptions o = v2_options("small");
         o.schedule = Schedule::parse(s);
