@@ -37,8 +37,9 @@
 //            early, copies issued before the entry barrier or not), twice, interleaved.
 //   seam     x computed in the clusters beside the stream (v2_seam.cuh): x bit for bit the reference's in
 //            kernel v1's order on every cluster, prefix_out exact, proj from it; x's ready time and the
-//            step's end against x loaded, at S = 1, 4, 16.
-// Usage: monokda-v2-inproj-probe [residency|rate|tune|inproj|ab|delay|trace|check|seam|all] [REPS]
+//            step's end against x loaded, at S = 1, 4, 16; each stage's values against the host's.
+//   seamcheck  seam's checks alone, without the timing (for compute-sanitizer).
+// Usage: monokda-v2-inproj-probe [residency|rate|tune|inproj|ab|delay|trace|check|seam|seamcheck|all] [REPS]
 #include "bench/probes/probe_util.hpp"
 #include "bench/probes/v2_inproj_kernel.cuh"
 #include "bench/probes/v2_inproj_tables.cuh"
@@ -548,7 +549,8 @@ int main(int argc, char** argv) {
         alone.compute = 0;
         trace_mode(d, alone);
     }
-    if (mode == "seam" || mode == "all") rc |= seam_mode(d, reps);
+    if (mode == "seam" || mode == "all") rc |= seam_mode(d, reps, true);
+    if (mode == "seamcheck") rc |= seam_mode(d, reps, false);
     if (mode == "check" || mode == "all") {
         rc |= check_mode(d, best);
         Case first[4];

@@ -26,6 +26,9 @@ using namespace monokda::gpu;
 constexpr int kSeamWarp0 = 2, kSeamThreads = 320, kSeamBar = 6;  // warps 2-11; named barrier 6
 constexpr int kSliceW = 128, kRankSlices = kSliceCols / kSliceW, kSlices = D / kSliceW;  // 7 a rank, 56
 constexpr int kSeamMaxS = 16;
+#ifndef SEAM_VARIANT
+#define SEAM_VARIANT 0
+#endif
 
 // The team's named barrier: its own id (team_bar takes only 1 and 2, and 2-5 are the consumer pairs').
 __device__ __forceinline__ void seam_bar() { asm volatile("bar.sync %0, %1;" ::"n"(kSeamBar), "n"(kSeamThreads) : "memory"); }
@@ -35,6 +38,8 @@ struct SeamArgs {
     const uint16_t *res_norm_w, *res_proj_w, *input_norm_w;  // [D]
     uint16_t* prefix_out;                                    // [S][D]: cluster 0 stores P'
     uint16_t* x_out;                                         // [kClusters][S][D], or null: every cluster's x, for the check
+    unsigned char* dump;                                     // [kCtas][SeamSmem::dump_bytes], or null: each CTA's seam
+                                                             // memory at x ready, for the stage check
     int nb;
     float eps;
 };
@@ -62,6 +67,7 @@ struct SeamSmem {
         s.bytes = s.mixed + S * kSliceCols * 4;
         return s;
     }
+    __host__ __device__ int dump_bytes() const { return bytes - gains; }
     __host__ __device__ static uint32_t input_bytes(int S, int nb) { return uint32_t((3 + S * (2 + nb)) * kSliceCols * 2); }
 };
 
@@ -86,6 +92,11 @@ struct Seam {
     int S, rank, cl, t;  // t: the thread's index in the team
     __device__ float* f(int off) const { return reinterpret_cast<float*>(smem + off); }
     __device__ uint16_t* h(int off) const { return reinterpret_cast<uint16_t*>(smem + off); }
+    // source i of row s (the bank rows, then P'), the rank's slice, as 16-byte pieces
+    __device__ const uint4* row(int s, int i) const {
+        const int nb = sa.nb;
+        return reinterpret_cast<const uint4*>(i == nb ? h(L.prefix) + s * kSliceCols : h(L.bank) + (s * nb + i) * kSliceCols);
+    }
     // word w (columns 2w, 2w + 1 of the rank's slice) of source i of row s
     __device__ uint32_t word(int s, int i, int w) const {
         const int nb = sa.nb;
@@ -138,25 +149,51 @@ __device__ void seam_load(const Seam& z) {
 }
 
 // PART: (Σv², Σv·wq) of each (row, source, slice of the rank), sequential over the slice's columns,
-// to the row's owner.
+// to the row's owner. The slice's 16 pieces of 8 columns are loaded a piece ahead of the adds; the
+// sums start from -0, which x + -0 leaves as x (so the chain is the plain one, first term included).
+// Written out by hand: the loop as nvcc unrolled it summed other values (docs/results/2026-12-03-h200-v2-seam.md).
 __device__ void seam_part(const Seam& z) {
     const int nb = z.sa.nb, S = z.S;
-    const float* wq = z.f(z.L.wq);
+    constexpr int kPieces = kSliceW / 8;
     for (int it = z.t; it < S * (nb + 1) * kRankSlices; it += kSeamThreads) {
         const int s = it / ((nb + 1) * kRankSlices), i = it / kRankSlices % (nb + 1), jl = it % kRankSlices;
-        const int w0 = jl * kSliceW / 2;
-        uint32_t word = z.word(s, i, w0);
-        float v = bf_lo(word);
-        float ss = v * v, dot = v * wq[2 * w0];
-        v = bf_hi(word);
-        ss = ss + v * v, dot = dot + v * wq[2 * w0 + 1];
-        for (int w = w0 + 1; w < w0 + kSliceW / 2; ++w) {
-            word = z.word(s, i, w);
-            v = bf_lo(word);
-            ss = ss + v * v, dot = dot + v * wq[2 * w];
-            v = bf_hi(word);
-            ss = ss + v * v, dot = dot + v * wq[2 * w + 1];
+        const uint4* v = z.row(s, i) + jl * kPieces;
+        const float4* wq = reinterpret_cast<const float4*>(z.f(z.L.wq)) + jl * kSliceW / 4;
+        float ss = -0.f, dot = -0.f;
+        uint4 cur = v[0];
+#pragma unroll 1
+        for (int q = 0; q < kPieces; ++q) {
+            const uint4 next = v[q + 1 < kPieces ? q + 1 : q];
+            const float4 wa = wq[2 * q], wb = wq[2 * q + 1];
+            const uint32_t w[4] = {cur.x, cur.y, cur.z, cur.w};
+            const float c[8] = {wa.x, wa.y, wa.z, wa.w, wb.x, wb.y, wb.z, wb.w};
+#pragma unroll
+            for (int k = 0; k < 4; ++k) {
+                const float lo = bf_lo(w[k]), hi = bf_hi(w[k]);
+                ss = ss + lo * lo, dot = dot + lo * c[2 * k];
+                ss = ss + hi * hi, dot = dot + hi * c[2 * k + 1];
+            }
+            cur = next;
         }
+#if SEAM_VARIANT == 5  // the loop the record's runs 2-5 ran
+        {
+            const int w0 = jl * kSliceW / 2;
+            const float* wq1 = z.f(z.L.wq);
+            uint32_t word = z.word(s, i, w0);
+            float x = bf_lo(word);
+            float ss1 = x * x, dot1 = x * wq1[2 * w0];
+            x = bf_hi(word);
+            ss1 = ss1 + x * x, dot1 = dot1 + x * wq1[2 * w0 + 1];
+            for (int w = w0 + 1; w < w0 + kSliceW / 2; ++w) {
+                word = z.word(s, i, w);
+                x = bf_lo(word);
+                ss1 = ss1 + x * x, dot1 = dot1 + x * wq1[2 * w];
+                x = bf_hi(word);
+                ss1 = ss1 + x * x, dot1 = dot1 + x * wq1[2 * w + 1];
+            }
+            ss = ss1, dot = dot1;
+        }
+#endif
         const int owner = s % kRanks, j = z.rank * kRankSlices + jl;
         float* dst = z.f(z.L.part) + (((s / kRanks) * (nb + 1) + i) * kSlices + j) * 2;
         st_async_f2(peer_addr(dst, uint32_t(owner)), ss, dot, peer_addr(&z.bars.part, uint32_t(owner)));
@@ -254,6 +291,12 @@ __device__ void seam_x(const Seam& z, uint16_t* xs, int x_stride) {
             *reinterpret_cast<uint4*>(z.sa.x_out + (size_t(z.cl) * S + s) * D + z.rank * kSliceCols + d0) = v;
     }
     seam_bar();
+    if (z.sa.dump) {  // every stage's values as they stand, for the host to find the first one wrong
+        const int n = z.L.dump_bytes() / 16;
+        const uint4* from = reinterpret_cast<const uint4*>(z.smem + z.L.gains);
+        uint4* to = reinterpret_cast<uint4*>(z.sa.dump + size_t(z.cl * kRanks + z.rank) * z.L.dump_bytes());
+        for (int i = z.t; i < n; i += kSeamThreads) to[i] = from[i];
+    }
 }
 
 }  // namespace monokda::probe::v2

@@ -2,13 +2,15 @@
 // namespace, after its launch harness: Device, Case, run, print_row, g_seam): kernel v2's seam
 // (v2_seam.cuh) checked against the reference and timed beside the stream.
 #pragma once
+#include "bench/probes/v2_seam_stages.cuh"
 
 // The seam in the clusters beside the stream (v2_seam.cuh). First its results: every cluster's x
 // against the reference's in kernel v1's order, bit for bit; prefix_out exact; proj from that x
 // against the host's. Then x's ready time and the step's end with the seam against x loaded (ready
 // at entry), at S = 1, 4, 16, on the ring in_proj's tuning chose and on a deeper one with the same
-// copies in flight (which buffers more of the stream while x is computed), twice, interleaved.
-int seam_mode(Device& d, int reps) {
+// copies in flight (which buffers more of the stream while x is computed), twice, interleaved; not
+// when `timed` is false (the check alone, as a memory checker runs it).
+int seam_mode(Device& d, int reps, bool timed) {
     const SeamFixture f = seam_fixture(4, 4, 4, 0x5eedull);
     std::printf("seam: fixture R 4 x L 4, nb %d; the reference's order %s\n", f.nb, f.order.c_str());
     auto up = [](const std::vector<uint16_t>& v) {
@@ -55,8 +57,10 @@ int seam_mode(Device& d, int reps) {
         std::printf("  seam S %2d: x differs from the reference's in %zu of %zu elements (all %d clusters); prefix_out in %zu; "
                     "proj from it %.4f %% identical to the host's\n", S, xdiff, size_t(kClusters) * S * D, kClusters, pdiff, ident);
         bad += xdiff > 0 || pdiff > 0 || ident < 99.5;
+        bad += seam_stages(d, f, c);
     }
     std::printf("seam check: %s\n", bad ? "FAIL" : "pass");
+    if (!timed) return bad ? 1 : 0;
     for (int S : {1, 4, 16}) {
         Case deep = setting(S);
         deep.inflight = deep.cap(), deep.slots = 1, deep.stages = kMaxStages, deep.seam = 1;

@@ -1,0 +1,170 @@
+// The seam's stages checked one by one (v2_seam.cuh), for the seam mode (v2_seam_mode.cuh includes
+// it; the probe's harness: Device, Case, run, g_seam). One launch with the dump on: every CTA's seam
+// memory as it stands once x is in (the inputs as copied, P' in place, wq, the gain, the owner's
+// partials, the weights, Σmixed², 1/rms, mixed); the host computes each from the fixture in the
+// seam's own order and counts, per stage, the CTAs and values that differ: the first stage wrong is
+// where the fault is.
+#pragma once
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+namespace seam_stages_detail {
+
+float bf(uint16_t b) {
+    uint32_t u = uint32_t(b) << 16;
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+}
+uint32_t fbits(float f) {
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    return u;
+}
+
+// What the seam must hold for row s of a fixture, in its order (v2_seam.cuh): sources are the bank
+// rows 0 .. nb-1, then P'; slices of 128 columns, sums sequential within a slice, slices in order.
+struct Expected {
+    std::vector<float> part;   // [s][source][slice][Σv², Σv·wq]
+    std::vector<float> wgt;    // [s][e_0 .. e_nb, Σe]
+    std::vector<float> msq;    // [s][slice]
+    std::vector<float> rr;     // [s]
+    std::vector<float> mixed;  // [s][D]
+    std::vector<uint16_t> x;   // [s][D]
+};
+
+Expected expect(const SeamFixture& f, int S) {
+    const int nb = f.nb, src = nb + 1;
+    Expected e;
+    e.part.resize(size_t(S) * src * kSlices * 2), e.wgt.resize(size_t(S) * (nb + 2)), e.msq.resize(size_t(S) * kSlices);
+    e.rr.resize(S), e.mixed.resize(size_t(S) * D), e.x.resize(size_t(S) * D);
+    auto v = [&](int s, int i, int d) { return i == nb ? bf(f.prefix_out[size_t(s) * D + d]) : bf(f.blocks[(size_t(s) * 8 + i) * D + d]); };
+    auto wq = [&](int d) { return bf(f.res_norm_w[d]) * bf(f.res_proj_w[d]); };
+    for (int s = 0; s < S; ++s) {
+        float logit[9], ee[9];
+        for (int i = 0; i < src; ++i) {
+            float ss = 0.f, dot = 0.f;
+            for (int j = 0; j < kSlices; ++j) {
+                float a = v(s, i, j * kSliceW), b = a * a, c = a * wq(j * kSliceW);
+                for (int d = j * kSliceW + 1; d < (j + 1) * kSliceW; ++d) {
+                    const float x = v(s, i, d);
+                    b = b + x * x, c = c + x * wq(d);
+                }
+                e.part[((size_t(s) * src + i) * kSlices + j) * 2] = b, e.part[((size_t(s) * src + i) * kSlices + j) * 2 + 1] = c;
+                ss = j ? ss + b : b, dot = j ? dot + c : c;
+            }
+            logit[i] = dot * (1.0f / std::sqrt(ss / float(D) + f.eps));
+        }
+        float m = logit[0];
+        for (int i = 1; i < src; ++i) m = std::fmax(m, logit[i]);
+        float den = 0.f;
+        for (int i = 0; i < src; ++i) ee[i] = float(std::exp(double(logit[i] - m))), den = i ? den + ee[i] : ee[i];
+        for (int i = 0; i < src; ++i) e.wgt[size_t(s) * (nb + 2) + i] = ee[i];
+        e.wgt[size_t(s) * (nb + 2) + src] = den;
+        float ms = 0.f;
+        for (int j = 0; j < kSlices; ++j) {
+            float q = 0.f;
+            for (int d = j * kSliceW; d < (j + 1) * kSliceW; ++d) {
+                float mx = ee[0] * v(s, 0, d);
+                for (int i = 1; i < src; ++i) mx = mx + ee[i] * v(s, i, d);
+                mx = mx / den;
+                e.mixed[size_t(s) * D + d] = mx;
+                q = d == j * kSliceW ? mx * mx : q + mx * mx;
+            }
+            e.msq[size_t(s) * kSlices + j] = q;
+            ms = j ? ms + q : q;
+        }
+        e.rr[s] = 1.0f / std::sqrt(ms / float(D) + f.eps);
+        for (int d = 0; d < D; ++d) {
+            const float y = (e.mixed[size_t(s) * D + d] * e.rr[s]) * bf(f.input_norm_w[d]);
+            const uint32_t u = fbits(y);
+            e.x[size_t(s) * D + d] = uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+        }
+    }
+    return e;
+}
+
+struct Tally {  // one stage: values compared, values and CTAs that differ, the first difference
+    const char* name;
+    size_t n = 0, bad = 0;
+    int ctas = 0, first_cta = -1, first_i = -1;
+    double got = 0, want = 0;
+    bool cta_bad = false;
+    void see(int cta, int i, double g, double w, bool differ) {
+        ++n;
+        if (!differ) return;
+        if (!bad) first_cta = cta, first_i = i, got = g, want = w;
+        ++bad, cta_bad = true;
+    }
+    void end_cta() { ctas += cta_bad, cta_bad = false; }
+    void print() const {
+        std::printf("    %-8s %zu of %zu differ on %d CTAs", name, bad, n, ctas);
+        if (bad) std::printf("; first: CTA %d index %d: %.9g, expected %.9g", first_cta, first_i, got, want);
+        std::printf("\n");
+    }
+};
+
+}  // namespace seam_stages_detail
+
+// One launch of case c (c.seam set) with the dump; each stage's differences printed; 0 if none.
+int seam_stages(Device& d, const SeamFixture& f, const Case& c) {
+    using namespace seam_stages_detail;
+    const int S = c.S, nb = f.nb, src = nb + 1;
+    const SeamSmem L = SeamSmem::layout(Smem::layout(nt_for(S), c.chunk(), c.stages, c.slots).bytes, S, nb);
+    const int per = L.dump_bytes();
+    unsigned char* d_dump = nullptr;
+    check(cudaMalloc(&d_dump, size_t(kCtas) * per), "seam dump");
+    check(cudaMemset(d_dump, 0xff, size_t(kCtas) * per), "seam dump poison");
+    g_seam.dump = d_dump;
+    const bool ran = run(d, c, 1).ok;
+    g_seam.dump = nullptr;
+    std::vector<unsigned char> h(size_t(kCtas) * per);
+    check(cudaMemcpy(h.data(), d_dump, h.size(), cudaMemcpyDeviceToHost), "seam dump back");
+    check(cudaFree(d_dump), "seam dump free");
+    if (!ran) return 1;
+    if (const char* to = std::getenv("SEAM_DUMP")) {  // the raw dump, for a closer look on the host
+        const std::string path = std::string(to) + "-S" + std::to_string(S) + ".bin";
+        if (FILE* o = std::fopen(path.c_str(), "wb")) std::fwrite(h.data(), 1, h.size(), o), std::fclose(o);
+    }
+    const Expected e = expect(f, S);
+    size_t xhost = 0;  // the host's chain against the reference: the stage check's own check
+    for (size_t i = 0; i < e.x.size(); ++i) xhost += e.x[i] != f.x[i];
+    Tally t[] = {{"gains"}, {"P'"}, {"delta"}, {"bank"}, {"wq, gain"}, {"PART"}, {"WGT"}, {"MSQ"}, {"1/rms"}, {"mixed"}};
+    for (int cta = 0; cta < kCtas; ++cta) {
+        const int rank = cta % kRanks, c0 = rank * kSliceCols;
+        const unsigned char* base = h.data() + size_t(cta) * per - L.gains;
+        auto u16 = [&](int off, size_t i) { uint16_t v; std::memcpy(&v, base + off + 2 * i, 2); return v; };
+        auto f32 = [&](int off, size_t i) { float v; std::memcpy(&v, base + off + 4 * i, 4); return v; };
+        auto same16 = [&](Tally& ty, int off, size_t i, uint16_t want) { const uint16_t g = u16(off, i); ty.see(cta, int(i), bf(g), bf(want), g != want); };
+        auto same32 = [&](Tally& ty, int off, size_t i, float want) { const float g = f32(off, i); ty.see(cta, int(i), g, want, fbits(g) != fbits(want)); };
+        for (int k = 0; k < kSliceCols; ++k) {
+            same16(t[0], L.gains, k, f.res_norm_w[c0 + k]), same16(t[0], L.gains, kSliceCols + k, f.res_proj_w[c0 + k]);
+            same16(t[0], L.gains, 2 * kSliceCols + k, f.input_norm_w[c0 + k]);
+            same32(t[4], L.wq, k, bf(f.res_norm_w[c0 + k]) * bf(f.res_proj_w[c0 + k]));
+            same32(t[4], L.nw, k, bf(f.input_norm_w[c0 + k]));
+        }
+        for (int s = 0; s < S; ++s) {
+            for (int k = 0; k < kSliceCols; ++k) {
+                same16(t[1], L.prefix, size_t(s) * kSliceCols + k, f.prefix_out[size_t(s) * D + c0 + k]);
+                same16(t[2], L.delta, size_t(s) * kSliceCols + k, f.delta[size_t(s) * D + c0 + k]);
+                for (int i = 0; i < nb; ++i)
+                    same16(t[3], L.bank, (size_t(s) * nb + i) * kSliceCols + k, f.blocks[(size_t(s) * 8 + i) * D + c0 + k]);
+                same32(t[9], L.mixed, size_t(s) * kSliceCols + k, e.mixed[size_t(s) * D + c0 + k]);
+            }
+            if (s % kRanks == rank)  // the owner's partials
+                for (int i = 0; i < src; ++i)
+                    for (int j = 0; j < 2 * kSlices; ++j)
+                        same32(t[5], L.part, ((size_t(s / kRanks) * src + i) * 2 * kSlices) + j, e.part[(size_t(s) * src + i) * kSlices * 2 + j]);
+            for (int i = 0; i < nb + 2; ++i) same32(t[6], L.wgt, size_t(s) * (nb + 2) + i, e.wgt[size_t(s) * (nb + 2) + i]);
+            for (int j = 0; j < kSlices; ++j) same32(t[7], L.msq, size_t(s) * kSlices + j, e.msq[size_t(s) * kSlices + j]);
+            same32(t[8], L.rr, s, e.rr[s]);
+        }
+        for (Tally& ty : t) ty.end_cta();
+    }
+    std::printf("  seam S %2d stages (every CTA's seam memory at x ready; the host's chain differs from the reference's x in %zu of %zu):\n",
+                S, xhost, e.x.size());
+    size_t bad = 0;
+    for (const Tally& ty : t) ty.print(), bad += ty.bad;
+    return bad ? 1 : 0;
+}
