@@ -76,8 +76,8 @@ enum Stamp { kEntry, kFirstChunk, kLastChunk, kXReady, kLastProj, kExit, kSynced
 constexpr int kMaxTracedUnits = 16, kChunk0 = kUnit0 + 4 * kMaxTracedUnits, kMaxTracedChunks = 64;
 // per chunk j < kWarpChunks and consumer warp w: kWarp0 + 2 (8j + w) + {0: the warp saw it, 1: it freed it}
 constexpr int kWarp0 = kChunk0 + 2 * kMaxTracedChunks, kWarpChunks = 24;
-// the seam's phases, on its first thread: inputs landed, PART sent, WGT in, MSQ sent (x ready: kXReady)
-constexpr int kSeam0 = kWarp0 + 2 * 8 * kWarpChunks, kSeamPhases = 4;
+// the seam's phases (SeamPhase), on its first thread (x ready: kXReady)
+constexpr int kSeam0 = kWarp0 + 2 * 8 * kWarpChunks;
 constexpr int kStamps = kSeam0 + kSeamPhases;
 
 struct Smem {  // offsets into dynamic shared memory
@@ -342,7 +342,7 @@ __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(kThreads, 1) in
     const long long c0 = clock64();
     const unsigned char* run = a.w + a.off(cta);
     const Seam z{a.sa, SeamSmem::layout(k.L.bytes, a.S, a.sa.nb), smem, seam_bars, a.S, rank, cl,
-                 int(threadIdx.x) - kSeamWarp0 * 32};
+                 int(threadIdx.x) - kSeamWarp0 * 32, threadIdx.x == kSeamWarp0 * 32 ? k.st + kSeam0 : nullptr};
     Producer prod;  // thread 0's (the producer lane)
     uint64_t policy = 0;
     if (threadIdx.x == 0) {
@@ -367,15 +367,14 @@ __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(kThreads, 1) in
     else if (warp == 1 && k.compute == 1) reduce<NT>(k, lane);
     else if (warp >= kSeamWarp0) {
         if (a.seam) {
-            const bool first = threadIdx.x == kSeamWarp0 * 32;
             seam_load(z);
-            if (first) k.st[kSeam0] = now_ns();
             seam_bar();  // the slice's P', bank rows and gains in shared memory
+            z.stamp(kPrimed);
             seam_part(z);
-            if (first) k.st[kSeam0 + 1] = now_ns();
+            z.stamp(kPartSent);
             seam_gate(z);
-            seam_mix(z, first ? &k.st[kSeam0 + 2] : nullptr);
-            if (first) k.st[kSeam0 + 3] = now_ns();
+            seam_mix(z);
+            z.stamp(kMsqSent);
             seam_x<NT>(z, reinterpret_cast<uint16_t*>(smem + k.L.x), kXStride);
             if (threadIdx.x == kSeamWarp0 * 32) k.st[kXReady] = now_ns();
         }

@@ -42,6 +42,7 @@ struct SeamArgs {
                                                              // memory at x ready, for the stage check
     int nb;
     float eps;
+    int in_policy;  // the inputs' copies: 0 the stream's L2 policy (evict_first), 1 evict_normal
 };
 
 // The seam's shared memory, after the in_proj layout's: the step's inputs of the rank's slice as
@@ -84,12 +85,20 @@ __device__ __forceinline__ void seam_arm(SeamBars& b, int S, int nb, int rank) {
     mbar_arrive_expect(&b.msq, uint32_t(S * kSlices * 4));
 }
 
+// Where the team's first thread is, for the probe's trace: inputs landed, P' done (the team past its
+// barrier), PART sent, PART in (the owner's gate), WGT in, mixed done, MSQ sent, MSQ in.
+enum SeamPhase { kInputsIn, kPrimed, kPartSent, kPartIn, kWgtIn, kMixed, kMsqSent, kMsqIn, kSeamPhases };
+
 struct Seam {
     const SeamArgs& sa;
     SeamSmem L;
     unsigned char* smem;
     SeamBars& bars;
     int S, rank, cl, t;  // t: the thread's index in the team
+    unsigned long long* st;  // the team's first thread: its phase stamps (SeamPhase), else null
+    __device__ void stamp(int phase) const {
+        if (st) st[phase] = now_ns();
+    }
     __device__ float* f(int off) const { return reinterpret_cast<float*>(smem + off); }
     __device__ uint16_t* h(int off) const { return reinterpret_cast<uint16_t*>(smem + off); }
     // source i of row s (the bank rows, then P'), the rank's slice, as 16-byte pieces
@@ -108,8 +117,9 @@ struct Seam {
 // At entry, by the producer's thread before the stream's first copy (global loads beside the stream
 // wait ~2.5 µs a round, behind the copies in flight): the slice's gains, P, delta and bank rows, as
 // bulk copies onto one barrier.
-__device__ void seam_copy_in(const Seam& z, uint64_t policy) {
+__device__ void seam_copy_in(const Seam& z, uint64_t stream_policy) {
     const SeamArgs& sa = z.sa;
+    const uint64_t policy = sa.in_policy ? l2_policy(false) : stream_policy;
     const int col0 = z.rank * kSliceCols, S = z.S, nb = sa.nb;
     constexpr uint32_t kRow = kSliceCols * 2;
     mbar_arrive_expect(&z.bars.in, SeamSmem::input_bytes(S, nb));
@@ -128,6 +138,7 @@ __device__ void seam_copy_in(const Seam& z, uint64_t policy) {
 __device__ void seam_load(const Seam& z) {
     const int col0 = z.rank * kSliceCols, S = z.S;
     probe::spin([&] { return mbar_try_wait(&z.bars.in, 0); });
+    z.stamp(kInputsIn);
     const uint16_t* g = z.h(z.L.gains);
     for (int d = z.t; d < kSliceCols; d += kSeamThreads) {
         z.f(z.L.wq)[d] = bf16::from_bits(g[d]).to_float() * bf16::from_bits(g[kSliceCols + d]).to_float();
@@ -207,6 +218,7 @@ __device__ void seam_gate(const Seam& z) {
     const int own = SeamSmem::owned(z.S, z.rank);
     if (warp >= own) return;
     probe::spin([&] { return mbar_try_wait_cluster(&z.bars.part, 0); });
+    z.stamp(kPartIn);
     for (int lr = warp; lr < own; lr += kSeamThreads / 32) {
         const int s = lr * kRanks + z.rank;
         float logit = -INFINITY;
@@ -231,10 +243,10 @@ __device__ void seam_gate(const Seam& z) {
 }
 
 // MIX: mixed = Σ_i e_i·v_i / Σe (kept f32), then Σmixed² a (row, slice), sequential, to every rank.
-__device__ void seam_mix(const Seam& z, unsigned long long* wgt_in) {
+__device__ void seam_mix(const Seam& z) {
     const int nb = z.sa.nb, S = z.S;
     probe::spin([&] { return mbar_try_wait_cluster(&z.bars.wgt, 0); });
-    if (wgt_in) *wgt_in = now_ns();
+    z.stamp(kWgtIn);
     for (int it = z.t; it < S * (kSliceCols / 2); it += kSeamThreads) {
         const int s = it / (kSliceCols / 2), w = it % (kSliceCols / 2);
         const float* e = z.f(z.L.wgt) + s * (nb + 2);
@@ -247,6 +259,7 @@ __device__ void seam_mix(const Seam& z, unsigned long long* wgt_in) {
         *reinterpret_cast<float2*>(z.f(z.L.mixed) + s * kSliceCols + 2 * w) = make_float2(lo / e[nb + 1], hi / e[nb + 1]);
     }
     seam_bar();
+    z.stamp(kMixed);
     for (int it = z.t; it < S * kRankSlices; it += kSeamThreads) {
         const int s = it / kRankSlices, jl = it % kRankSlices;
         const float* m = z.f(z.L.mixed) + s * kSliceCols + jl * kSliceW;
@@ -265,6 +278,7 @@ template <int NT>
 __device__ void seam_x(const Seam& z, uint16_t* xs, int x_stride) {
     const int S = z.S;
     probe::spin([&] { return mbar_try_wait_cluster(&z.bars.msq, 0); });
+    z.stamp(kMsqIn);
     for (int s = z.t; s < S; s += kSeamThreads) {
         const float* p = z.f(z.L.msq) + s * kSlices;
         float ms = p[0];

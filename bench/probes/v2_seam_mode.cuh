@@ -8,8 +8,34 @@
 // against the reference's in kernel v1's order, bit for bit; prefix_out exact; proj from that x
 // against the host's. Then x's ready time and the step's end with the seam against x loaded (ready
 // at entry), at S = 1, 4, 16, on the ring in_proj's tuning chose and on a deeper one with the same
-// copies in flight (which buffers more of the stream while x is computed), twice, interleaved; not
+// copies in flight (which buffers more of the stream while x is computed), the inputs' copies with the
+// stream's L2 policy and with evict_normal (seam-n), twice, interleaved; not
 // when `timed` is false (the check alone, as a memory checker runs it).
+// The seam's phases in the last launch (SeamPhase): the last CTA's end of each from the first
+// entry, and each phase's own time (from the one before; the first from the CTA's own entry), the
+// median over the CTAs that stamp it (only owners stamp PART in).
+void seam_phases(Device& d, int S) {
+    std::vector<unsigned long long> h(size_t(kCtas) * kStamps);
+    check(cudaMemcpy(h.data(), d.d_stamps, h.size() * 8, cudaMemcpyDeviceToHost), "stamps");
+    static const char* name[kSeamPhases + 1] = {"inputs in", "P' done", "PART sent", "PART in", "WGT in", "mixed", "MSQ sent", "MSQ in", "x"};
+    unsigned long long t0 = ~0ull, last[kSeamPhases + 1] = {};
+    std::vector<float> own[kSeamPhases + 1];
+    for (int k = 0; k < kCtas; ++k) t0 = std::min(t0, h[size_t(k) * kStamps + kEntry]);
+    for (int k = 0; k < kCtas; ++k) {
+        const unsigned long long* t = &h[size_t(k) * kStamps];
+        unsigned long long prev = t[kEntry];
+        for (int p = 0; p <= kSeamPhases; ++p) {
+            const unsigned long long at = p < kSeamPhases ? t[kSeam0 + p] : t[kXReady];
+            if (!at) continue;
+            last[p] = std::max(last[p], at), own[p].push_back(float(at - prev) / 1e3f), prev = at;
+        }
+    }
+    std::printf("seam S %2d phases, us: the last CTA's from the first entry / the phase's own, median over CTAs:", S);
+    for (int p = 0; p <= kSeamPhases; ++p)
+        if (last[p]) std::printf("  %s %.2f / %.2f", name[p], (last[p] - t0) / 1e3, median(own[p]));
+    std::printf("\n");
+}
+
 int seam_mode(Device& d, int reps, bool timed) {
     const SeamFixture f = seam_fixture(4, 4, 4, 0x5eedull);
     std::printf("seam: fixture R 4 x L 4, nb %d; the reference's order %s\n", f.nb, f.order.c_str());
@@ -68,21 +94,10 @@ int seam_mode(Device& d, int reps, bool timed) {
         for (int round = 0; round < 2; ++round)
             for (Case c : {setting(S), deep}) {
                 c.seam = 0, print_row("loaded", c, run(d, c, reps));
-                c.seam = 1, print_row("seam", c, run(d, c, reps));
+                g_seam.in_policy = 1, c.seam = 1, print_row("seam-n", c, run(d, c, reps));
+                g_seam.in_policy = 0, print_row("seam", c, run(d, c, reps));
             }
-        // the seam's phases in the last launch: the latest CTA's end of each, from the first entry
-        std::vector<unsigned long long> h(size_t(kCtas) * kStamps);
-        check(cudaMemcpy(h.data(), d.d_stamps, h.size() * 8, cudaMemcpyDeviceToHost), "stamps");
-        unsigned long long t0 = ~0ull, ph[kSeamPhases + 1] = {};
-        for (int k = 0; k < kCtas; ++k) {
-            const unsigned long long* t = &h[size_t(k) * kStamps];
-            t0 = std::min(t0, t[kEntry]);
-            for (int p = 0; p < kSeamPhases; ++p) ph[p] = std::max(ph[p], t[kSeam0 + p]);
-            ph[kSeamPhases] = std::max(ph[kSeamPhases], t[kXReady]);
-        }
-        if (ph[0])
-            std::printf("seam S %2d phases (last CTA, us from entry): inputs %.2f  PART sent %.2f  WGT in %.2f  MSQ sent %.2f  x %.2f\n", S,
-                        (ph[0] - t0) / 1e3, (ph[1] - t0) / 1e3, (ph[2] - t0) / 1e3, (ph[3] - t0) / 1e3, (ph[4] - t0) / 1e3);
+        if (fits(deep)) seam_phases(d, S);
     }
     return bad ? 1 : 0;
 }
