@@ -245,17 +245,8 @@ int PlanV2::smem_bytes(int k) const {
 }
 
 int PlanV2::seam_smem_bytes(const Config& c, const PlanV2Params& pp) {
-    const int S = c.S(), nb = c.nb, cols = c.D / pp.ranks, row = cols * 2, slices = c.D / pp.seam_slice_cols;
-    const int own = (S + pp.ranks - 1) / pp.ranks;
-    auto at = [](int64_t off) { return (off + 15) / 16 * 16; };
-    int64_t b = (3 + int64_t(S) * (2 + nb)) * row;             // gains, P (P' in place), delta, bank rows
-    b += 2 * int64_t(cols) * 4;                                 // wq, the gain (f32)
-    b = at(b + int64_t(own) * (nb + 1) * slices * 8);           // part: [owned row][source][slice]
-    b = at(b + int64_t(S) * (nb + 2) * 4);                      // wgt
-    b = at(b + int64_t(S) * slices * 4);                        // msq
-    b = at(b + int64_t(S) * 4);                                 // 1/rms
-    b += int64_t(S) * cols * 4;                                 // mixed (f32)
-    return int(std::min<int64_t>(b + 15, INT32_MAX));           // + the alignment of its start
+    const int64_t b = V2SeamLayout::make(0, c.S(), c.nb, c.D / pp.ranks, pp.seam_slice_cols, pp.ranks).bytes;
+    return int(std::min<int64_t>(b + 15, INT32_MAX));  // + the alignment of its start
 }
 
 ReductionOrder PlanV2::reduction_order() const {

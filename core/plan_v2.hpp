@@ -117,6 +117,38 @@ struct V2SeamSend {
     int32_t from, to, bar, bytes;
 };
 
+// A CTA's seam shared memory from `base` (16-byte aligned offsets): the rank's slice of the inputs as
+// they are copied in (3 gains; P, then P' in place; delta; the bank rows: bf16), wq and the gain
+// (f32), the owner's partials, the weights, Σmixed², 1/rms, mixed (f32). The one layout the plan's fit
+// and the kernel's offsets are: a chain lane reads 16 bytes a step, so a source row is padded by 16
+// bytes and mixed is kept as (row, slice) blocks padded by 16, so that neighbouring rows and blocks
+// start in different banks.
+struct V2SeamLayout {
+    int32_t cols, slice, row_h, mix_row;  // a rank's columns, a slice's; a source row's stride (bf16), a mixed block's (f32)
+    int32_t gains, prefix, delta, bank, wq, nw, part, wgt, msq, rr, mixed, bytes;
+    MONOKDA_HD static V2SeamLayout make(int base, int S, int nb, int cols, int slice, int ranks) {
+        auto at = [](int off) { return (off + 15) / 16 * 16; };
+        const int own = (S + ranks - 1) / ranks, slices = cols * ranks / slice;
+        V2SeamLayout l{};
+        l.cols = cols, l.slice = slice, l.row_h = cols + 8, l.mix_row = slice + 4;
+        l.gains = at(base);
+        l.prefix = l.gains + 3 * cols * 2;
+        l.delta = l.prefix + S * l.row_h * 2;
+        l.bank = l.delta + S * l.row_h * 2;
+        l.wq = l.bank + S * nb * l.row_h * 2;
+        l.nw = l.wq + cols * 4;
+        l.part = l.nw + cols * 4;                         // [owned row][source][slice][Σv², Σv·wq]
+        l.wgt = at(l.part + own * (nb + 1) * slices * 8);  // [row][e_0 .. e_nb, Σe]
+        l.msq = at(l.wgt + S * (nb + 2) * 4);              // [row][slice]
+        l.rr = at(l.msq + S * slices * 4);                 // [row]
+        l.mixed = at(l.rr + S * 4);                        // [(row, slice)][column of the slice]
+        l.bytes = l.mixed + S * (cols / slice) * l.mix_row * 4;
+        return l;
+    }
+    // column c of the rank's slice of row s, in mixed (f32 index from `mixed`)
+    MONOKDA_HD int mixed_at(int s, int c) const { return (s * (cols / slice) + c / slice) * mix_row + c % slice; }
+};
+
 enum class V2Role : int32_t { producer = 0, reducer = 1, consumer = 2, seam = 3 };
 const char* to_string(V2Role r);
 
@@ -177,7 +209,7 @@ public:
     int partial_bytes() const { return kV2OwnerRows * n_tiles() * kV2NTileCols * 4; }  // fp32
     // shared memory a CTA uses: ring, x slice (16-byte padded rows), receive slots, the pair buffer, the seam's
     int smem_bytes(int cta) const;
-    // the seam's: its inputs (bf16), wq and the gain, the hand-offs' buffers, mixed (v2_seam.cuh's SeamSmem)
+    // the seam's (V2SeamLayout from offset 0, and the alignment of its start)
     static int seam_smem_bytes(const Config& c, const PlanV2Params& pp);
     bool has_seam() const { return params_.seam != 0; }
     int seam_slices() const { return cfg_.D / params_.seam_slice_cols; }          // 56 at the production shape

@@ -57,6 +57,7 @@ struct Args {
     unsigned long long x_delay_ns;
     int seam;                     // x computed by the seam (v2_seam.cuh) from the step's inputs, not loaded
     SeamArgs sa;
+    SeamPlan seam_plan;           // the plan's seam entries (filled from it)
     __device__ bool ready(uint64_t* bar, uint32_t parity) const {  // this CTA's barrier, completed in this CTA
         return poll == 1 ? mbar_test_wait(bar, parity) : poll == 2 ? mbar_try_wait_hint(bar, parity, 32) : mbar_try_wait(bar, parity);
     }
@@ -341,7 +342,7 @@ __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(kThreads, 1) in
                 a.fp_clusters > 0 && cl >= a.fp_clusters ? 4 : a.compute};
     const long long c0 = clock64();
     const unsigned char* run = a.w + a.off(cta);
-    const Seam z{a.sa, SeamSmem::layout(k.L.bytes, a.S, a.sa.nb), smem, seam_bars, a.S, rank, cl,
+    const Seam z{a.sa, a.seam_plan, SeamSmem::layout(k.L.bytes, a.S, a.sa.nb), smem, seam_bars, a.S, rank, cl,
                  int(threadIdx.x) - kSeamWarp0 * 32, threadIdx.x == kSeamWarp0 * 32 ? k.st + kSeam0 : nullptr};
     Producer prod;  // thread 0's (the producer lane)
     uint64_t policy = 0;
@@ -349,11 +350,12 @@ __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(kThreads, 1) in
         k.st[kEntry] = k.t0, k.st[kSm] = sm_id();
         for (int s = 0; s < a.stages; ++s) mbar_init(&full[s], 1), mbar_init(&empty[s], kConsumers);
         for (int s = 0; s < a.slots; ++s) mbar_init(&recv_bar[s], 1), mbar_init(&free_bar[s], kRanks);
-        if (a.seam) seam_arm(seam_bars, a.S, a.sa.nb, rank);
+        if (a.seam) seam_arm(seam_bars, a.seam_plan.cta[rank]);
         mbar_init_fence();
         // the ring's barriers are this CTA's own: its first copies need no peer, only the partials do
         policy = l2_policy(true);
         if (a.seam) seam_copy_in(z, policy);  // ahead of the stream's first copy
+        if (a.seam && a.sa.in_first) probe::spin([&] { return mbar_try_wait(&seam_bars.in, 0); });
         while (prod.issued < a.early && produce<KQ>(prod, k, run, policy)) {}
     }
     // every rank's barriers exist before a peer sends to them: the init fence orders them, so the
@@ -367,6 +369,7 @@ __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(kThreads, 1) in
     else if (warp == 1 && k.compute == 1) reduce<NT>(k, lane);
     else if (warp >= kSeamWarp0) {
         if (a.seam) {
+            seam_x_pad(z, reinterpret_cast<uint16_t*>(smem + k.L.x), kXStride, NT * 8);
             seam_load(z);
             seam_bar();  // the slice's P', bank rows and gains in shared memory
             z.stamp(kPrimed);

@@ -137,7 +137,7 @@ int smem_bytes(const Case& c) {
 
 // The plan of a case: its S and ring setting (built, held and uploaded on first use).
 const PlanTables& tables(Device& d, const Case& c) {
-    return tables_for(d.plans, {c.S, c.kq, c.stages, c.cap(), c.slots}, nt_for(c.S), d.packed_runs);
+    return tables_for(d.plans, {c.S, c.kq, c.stages, c.cap(), c.slots, c.seam ? g_seam.nb : 0}, nt_for(c.S), d.packed_runs);
 }
 
 Args args_for(Device& d, const Case& c, int copy) {

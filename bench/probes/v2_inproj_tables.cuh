@@ -18,11 +18,11 @@
 
 namespace monokda::probe::v2 {
 
-// What a plan takes from a probe case: S and the ring's setting.
+// What a plan takes from a probe case: S, the ring's setting, and the seam's sources (0: no seam, x loaded).
 struct PlanKey {
-    int S, kq, stages, inflight, slots;
+    int S, kq, stages, inflight, slots, seam_nb = 0;
     bool operator<(const PlanKey& o) const {
-        return std::tie(S, kq, stages, inflight, slots) < std::tie(o.S, o.kq, o.stages, o.inflight, o.slots);
+        return std::tie(S, kq, stages, inflight, slots, seam_nb) < std::tie(o.S, o.kq, o.stages, o.inflight, o.slots, o.seam_nb);
     }
 };
 
@@ -38,6 +38,24 @@ struct PlanTables {
     std::exit(1);
 }
 
+// The seam's entries as the kernel takes them (SeamPlan): one a rank, so every cluster's rank r must
+// have cluster 0's; rows within its table; the inputs' bytes those its copies bring.
+inline void hold_seam_to_kernel(const PlanKey& key, const PlanV2& p) {
+    auto need = [&](bool ok, const std::string& what) {
+        if (!ok) refuse_plan(key, "its seam: " + what);
+    };
+    const int S = p.config().S(), nb = p.config().nb;
+    need(S <= kSeamMaxS && p.seam_rank_slices() == kRankSlices && p.seam_slices() == kSlices, "not the seam the kernel is compiled for");
+    for (int k = 0; k < kCtas; ++k) {
+        const V2SeamCta &e = p.seam_ctas[size_t(k)], &r = p.seam_ctas[size_t(p.rank_of(k))];
+        need(e.in_bytes == r.in_bytes && e.part_bytes == r.part_bytes && e.wgt_bytes == r.wgt_bytes && e.msq_bytes == r.msq_bytes &&
+                 e.rows_owned == r.rows_owned,
+             "CTA " + std::to_string(k) + "'s entry is not its rank's in cluster 0 (one parameter entry a rank)");
+        need(e.in_bytes == (3 + S * (2 + nb)) * kSliceCols * 2, "CTA " + std::to_string(k) + "'s in bytes are not its copies'");
+    }
+    for (int s = 0; s < S; ++s) need(p.seam_owner[size_t(s)] >= 0 && p.seam_owner[size_t(s)] < kRanks, "row " + std::to_string(s) + "'s owner");
+}
+
 // The kernel is compiled for the production shape on 15 clusters of 8 with NT n-tiles of x, a
 // cluster's chunk sizes as one parameter table: the plan must be that one.
 inline void hold_to_kernel(const PlanKey& key, const PlanV2& p, int nt) {
@@ -50,9 +68,12 @@ inline void hold_to_kernel(const PlanKey& key, const PlanV2& p, int nt) {
     need(p.n_tiles() == nt, "S pads to " + std::to_string(p.n_tiles()) + " n-tiles, the kernel chosen has " + std::to_string(nt));
     need(p.units.size() <= size_t(kMaxUnits), "more units than the parameter table holds");
     const Smem L = Smem::layout(nt, p.params().chunk_ksteps * kV2UnitTiles * kTileBytes, p.params().ring_depth, p.params().recv_slots);
+    // the seam's memory follows in_proj's, at the plan's layout (its start's alignment counted by the plan)
+    const int bytes = p.has_seam() ? SeamSmem::layout(L.bytes, p.config().S(), p.config().nb).bytes : L.bytes;
     for (int k = 0; k < kCtas; ++k)
-        need(p.rings[size_t(k)].slot_bytes == L.x / p.params().ring_depth && p.smem_bytes(k) == L.bytes,
+        need(p.rings[size_t(k)].slot_bytes == L.x / p.params().ring_depth && p.smem_bytes(k) >= bytes && p.smem_bytes(k) < bytes + 16,
              "CTA " + std::to_string(k) + "'s ring slots or shared memory are not the kernel's layout");
+    if (p.has_seam()) hold_seam_to_kernel(key, p);
     for (const V2Recv& rv : p.recvs)
         need(rv.bytes == kRanks * kV2OwnerRows * nt * kV2NTileCols * 4, "a receive slot's bytes are not the kernel's slot layout");
     for (int k = 0; k < kCtas; ++k) {
@@ -78,9 +99,10 @@ inline const PlanTables& tables_for(std::map<PlanKey, PlanTables>& cache, const 
     if (it != cache.end()) return it->second;
     Config c = Config::preset("k3");
     c.R = 1, c.L = key.S, c.slots = key.S + 1;
+    if (key.seam_nb) c.nb = key.seam_nb;
     PlanV2Params pp = PlanV2Params::for_config(c);
     pp.chunk_ksteps = key.kq, pp.ring_depth = key.stages, pp.in_flight = key.inflight, pp.recv_slots = key.slots;
-    pp.seam = 0;  // the seam body (v2_seam.cuh) keeps its own owners, bytes and layout: the kernel's shared memory is in_proj's
+    pp.seam = key.seam_nb ? 1 : 0;  // a case with the seam runs the plan's; one with x loaded, a plan without
     PlanTables t{};
     try {
         t.plan = PlanV2::build(c, pp);
@@ -109,6 +131,13 @@ inline void fill_plan_args(Args& a, const PlanTables& t) {
     for (int c = 0; c < kClusters; ++c) {
         const auto& ch = p.chunks[size_t(p.cta(c, 0))];
         for (size_t j = 0; j < ch.size(); ++j) a.bytes_p[c][j] = (unsigned short)ch[j].bytes;
+    }
+    a.seam_plan = SeamPlan{};
+    if (!p.has_seam()) return;
+    for (int r = 0; r < kRanks; ++r) a.seam_plan.cta[r] = p.seam_ctas[size_t(r)];  // cluster 0's (hold_seam_to_kernel)
+    for (int s = 0, placed[kRanks] = {}; s < p.config().S(); ++s) {
+        const int o = p.seam_owner[size_t(s)];
+        a.seam_plan.owner[s] = (signed char)o, a.seam_plan.slot[s] = (signed char)placed[o]++;
     }
 }
 

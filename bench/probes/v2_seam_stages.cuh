@@ -146,11 +146,11 @@ int seam_stages(Device& d, const SeamFixture& f, const Case& c) {
         }
         for (int s = 0; s < S; ++s) {
             for (int k = 0; k < kSliceCols; ++k) {
-                same16(t[1], L.prefix, size_t(s) * kSliceCols + k, f.prefix_out[size_t(s) * D + c0 + k]);
-                same16(t[2], L.delta, size_t(s) * kSliceCols + k, f.delta[size_t(s) * D + c0 + k]);
+                same16(t[1], L.prefix, size_t(s) * L.row_h + k, f.prefix_out[size_t(s) * D + c0 + k]);
+                same16(t[2], L.delta, size_t(s) * L.row_h + k, f.delta[size_t(s) * D + c0 + k]);
                 for (int i = 0; i < nb; ++i)
-                    same16(t[3], L.bank, (size_t(s) * nb + i) * kSliceCols + k, f.blocks[(size_t(s) * 8 + i) * D + c0 + k]);
-                same32(t[9], L.mixed, size_t(s) * kSliceCols + k, e.mixed[size_t(s) * D + c0 + k]);
+                    same16(t[3], L.bank, (size_t(s) * nb + i) * L.row_h + k, f.blocks[(size_t(s) * 8 + i) * D + c0 + k]);
+                same32(t[9], L.mixed, L.mixed_at(s, k), e.mixed[size_t(s) * D + c0 + k]);
             }
             if (s % kRanks == rank)  // the owner's partials
                 for (int i = 0; i < src; ++i)

@@ -263,6 +263,31 @@ TEST_CASE("the JSON form holds every table and every role's program") {
     CHECK(j["reduction_order"] == "cluster:8");
 }
 
+TEST_CASE("the seam's shared memory: the production shape's offsets, as worked out by hand") {
+    // S 1, nb 4, a rank's 896 columns, 128-column slices, 8 ranks, from 0: source rows of 896 + 8
+    // bf16 (1 808 bytes), mixed blocks of 128 + 4 f32 (528 bytes)
+    const V2SeamLayout l = V2SeamLayout::make(0, 1, 4, 896, 128, 8);
+    CHECK(l.row_h == 904);
+    CHECK(l.mix_row == 132);
+    CHECK(l.gains == 0);
+    CHECK(l.prefix == 5376);   // 3 gains x 1 792
+    CHECK(l.delta == 7184);    // + P's row
+    CHECK(l.bank == 8992);     // + delta's
+    CHECK(l.wq == 16224);      // + 4 bank rows
+    CHECK(l.nw == 19808);      // + 896 f32
+    CHECK(l.part == 23392);
+    CHECK(l.wgt == 25632);     // + 1 owned row x 5 sources x 56 slices x 8
+    CHECK(l.msq == 25664);     // + 6 f32, to 16
+    CHECK(l.rr == 25888);      // + 56 f32
+    CHECK(l.mixed == 25904);   // + 1 f32, to 16
+    CHECK(l.bytes == 29600);   // + 7 blocks x 528
+    CHECK(l.mixed_at(0, 130) == 134);  // slice 1's column 2
+    CHECK(V2SeamLayout::make(100, 1, 4, 896, 128, 8).gains == 112);  // its start 16-byte aligned
+    Config c = step("k3", 1, 1);
+    c.nb = 4;
+    CHECK(PlanV2::seam_smem_bytes(c, PlanV2Params::for_config(c)) == 29600 + 15);
+}
+
 TEST_CASE("the parameters: the seam where its shared memory fits beside in_proj's, else x an input") {
     CHECK(PlanV2Params::for_config(step("k3", 1, 1)).seam == 1);
     CHECK(PlanV2Params::for_config(step("k3", 2, 2)).seam == 1);   // S = 4
