@@ -252,6 +252,10 @@ int PlanV2::seam_smem_bytes(const Config& c, const PlanV2Params& pp) {
 ReductionOrder PlanV2::reduction_order() const {
     ReductionOrder o;
     o.set(Site::in_proj, OrderSpec{OrderSpec::cluster, params_.ranks, 0});
+    if (has_seam()) {  // each slice sequential, the slices' partials in order; softmax and mix over the sources in order
+        const OrderSpec slices{OrderSpec::split, seam_slices(), 0};
+        o.set(Site::attn_sumsq, slices).set(Site::attn_dot, slices).set(Site::x_sumsq, slices);
+    }
     return o;
 }
 

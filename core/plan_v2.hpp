@@ -219,7 +219,8 @@ public:
     int seam_part_bytes(int rows) const { return rows * (cfg_.nb + 1) * seam_rank_slices() * 8; }
     int seam_wgt_bytes(int rows) const { return rows * (cfg_.nb + 2) * 4; }
     int seam_msq_bytes() const { return cfg_.S() * seam_rank_slices() * 4; }
-    // the reduction order the plan computes: in_proj = cluster:ranks (the rest is not v2's yet)
+    // the reduction order the plan computes: in_proj = cluster:ranks, and with the seam attn_sumsq,
+    // attn_dot and x_sumsq = split:slices (softmax_den and mix sequential); the rest is not v2's yet
     ReductionOrder reduction_order() const;
 
     // Role instances: process p = cta · kV2ProcsPerCta + k, k 0 producer, 1 reducer, 2 + w consumer warp w

@@ -55,7 +55,9 @@ V2Prepared prepare_v2(const V2EmulateOptions& o) {
     p.plan = PlanV2::build(in.cfg, PlanV2Params::for_config(in.cfg));
     t0 = std::chrono::steady_clock::now();
     std::vector<bf16> prefix_out, blocks;
-    ref::attnres<float>(in, ReductionOrder{}, prefix_out, blocks, p.x);  // the x kernel v2's in_proj is fed
+    ref::attnres<float>(in, p.plan.reduction_order(), prefix_out, blocks, p.x);  // x, in the seam's order where it has one
+    if (p.plan.has_seam())
+        p.seam = {in.prefix, in.delta, in.blocks, in.res_norm_w, in.res_proj_w, in.input_norm_w, float(in.cfg.eps)};
     p.ref_proj = ref::in_proj<float>(in, p.plan.reduction_order(), p.x);
     p.seconds_reference = since(t0);
     std::vector<uint16_t> w(in.in_proj_w.size());
@@ -89,7 +91,7 @@ V2EmulateResult emulate_v2(const V2Prepared& prep, const V2EmulateOptions& o) {
     mo.detectors = o.detectors;
     mo.watchdog_steps = o.watchdog_steps;
     auto t0 = std::chrono::steady_clock::now();
-    r.run = run_v2_machine(r.plan, prep.x, prep.packed, mo);
+    r.run = run_v2_machine(r.plan, prep.x, prep.packed, mo, prep.seam);
     r.seconds_run = since(t0);
     r.verdict = r.run.verdict;
     const std::string order = prep.plan.reduction_order().at(Site::in_proj).str();

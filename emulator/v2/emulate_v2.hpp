@@ -23,7 +23,8 @@ struct V2EmulateOptions {
 struct V2Prepared {
     FixtureSpec fixture;
     PlanV2 plan;                     // the clean plan
-    std::vector<bf16> x, ref_proj;   // [S][D]; [S][N] the reference in the plan's order
+    std::vector<bf16> x, ref_proj;   // [S][D]; [S][N] the reference in the plan's order (x too, where its seam computes it)
+    V2SeamInputs seam;               // the seam's inputs, where the plan has one
     std::vector<uint16_t> packed;    // plan.pack_weight of the fixture's in_proj_w
     double seconds_fixture = 0, seconds_reference = 0;
 };

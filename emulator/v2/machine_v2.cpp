@@ -11,11 +11,17 @@ namespace monokda::emu {
 namespace v2detail {
 
 Machine::Machine(const PlanV2& p, const std::vector<bf16>& x, const std::vector<uint16_t>& packed, const V2MachineOptions& o,
-                 V2MachineResult& r)
+                 const V2SeamInputs& seam, V2MachineResult& r)
     : plan_(p), opt_(o), res_(r), hooks_{o.fault}, S_(p.config().S()), R_(p.params().ranks), L_(R_ * kV2ProcsPerCta),
-      packed_(packed) {
+      packed_(packed), seam_in_(seam) {
     const Config& c = p.config();
     if (x.size() != size_t(S_) * size_t(c.D)) bad_input("emulate --kernel v2: x is not S x D");
+    const size_t SD = size_t(S_) * size_t(c.D);
+    if (p.has_seam() && (seam.prefix.size() != SD || seam.delta.size() != SD || seam.blocks.size() != 8 * SD ||
+                         seam.res_norm_w.size() != size_t(c.D) || seam.res_proj_w.size() != size_t(c.D) ||
+                         seam.input_norm_w.size() != size_t(c.D)))
+        bad_input("emulate --kernel v2: the plan computes x in its seam, whose inputs (P, delta, the bank rows, the gains) "
+                  "are not the step's shapes");
     if (packed.size() * 2 != size_t(p.run_offset.back())) bad_input("emulate --kernel v2: the packed weight is not the plan's");
     x_.resize(x.size());
     for (size_t i = 0; i < x.size(); ++i) x_[i] = x[i].to_float();
@@ -63,7 +69,17 @@ Machine::Machine(const PlanV2& p, const std::vector<bf16>& x, const std::vector<
             for (Region& g : slot) g.data.assign(size_t(kV2OwnerRows) * size_t(S_), 0.f);
         cs.red.assign(size_t(kV2UnitTiles), std::vector<float>(size_t(kV2TileRows) * size_t(S_), 0.f));
         cs.seam.assign(size_t(V2SeamBar::count), blank);
+        if (p.has_seam()) {
+            const size_t src = size_t(c.nb) + 1, cols = size_t(p.slice_cols()), rs = size_t(p.seam_rank_slices()),
+                         sl = size_t(p.seam_slices()), rows = size_t(S_), own = size_t(p.seam_ctas[size_t(k)].rows_owned);
+            cs.src.assign(rows * src * cols, 0.f), cs.wq.assign(cols, 0.f), cs.nw.assign(cols, 0.f);
+            cs.my_part.assign(rows * src * rs * 2, 0.f), cs.my_wgt.assign(rows * (src + 1), 0.f), cs.my_msq.assign(rows * rs, 0.f);
+            cs.part.assign(own * src * sl * 2, 0.f), cs.wgt.assign(rows * (src + 1), 0.f), cs.msq.assign(rows * sl, 0.f);
+            cs.mixed.assign(rows * cols, 0.f), cs.x.assign(rows * cols, 0.f);
+        }
     }
+    std::vector<int> placed(size_t(R_), 0);
+    for (int32_t o : p.seam_owner) seam_slot_.push_back(o >= 0 && o < R_ ? placed[size_t(o)]++ : 0);
     send_phase_.assign(p.seam_sends.size(), -1);
     sends_into_.assign(size_t(p.ctas()), std::vector<std::vector<int>>(size_t(V2SeamBar::count)));
     for (size_t e = 0; e < p.seam_sends.size(); ++e) {
@@ -329,9 +345,9 @@ void Machine::run() {
 }  // namespace v2detail
 
 V2MachineResult run_v2_machine(const PlanV2& plan, const std::vector<bf16>& x, const std::vector<uint16_t>& packed,
-                               const V2MachineOptions& opt) {
+                               const V2MachineOptions& opt, const V2SeamInputs& seam) {
     V2MachineResult r;
-    v2detail::Machine m(plan, x, packed, opt, r);
+    v2detail::Machine m(plan, x, packed, opt, seam, r);
     try {
         m.run();
     } catch (const v2detail::Stop&) {

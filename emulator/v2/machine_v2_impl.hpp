@@ -60,6 +60,11 @@ struct CtaState {
     std::vector<MBar> seam;                    // [V2SeamBar]
     bool x_stored = false;                     // the seam's X ran; x_clock: its clock component then
     uint32_t x_clock = 0;
+    // the seam's values: the slice's sources [S][nb + 1][cols] (bank rows, then P'), wq and the gain
+    // [cols]; its own sums before they are sent: PART's [S][nb + 1][rank slices][2], GATE's [S][nb + 2]
+    // (owned rows), Σmixed² [S][rank slices]; what lands in it: part [owned row][nb + 1][slices][2],
+    // wgt [S][nb + 2], msq [S][slices]; mixed and x [S][cols] (x as the bf16 it rounds to)
+    std::vector<float> src, wq, nw, my_part, my_wgt, my_msq, part, wgt, msq, mixed, x;
 };
 
 struct Landing {
@@ -80,7 +85,7 @@ struct Hist { int64_t tick; int32_t proc, pc; char what; };
 class Machine {
 public:
     Machine(const PlanV2& p, const std::vector<bf16>& x, const std::vector<uint16_t>& packed, const V2MachineOptions& o,
-            V2MachineResult& r);
+            const V2SeamInputs& seam, V2MachineResult& r);
     void run();
 
 private:
@@ -123,14 +128,20 @@ private:
     void seam_landed(int p, V2SeamBar bar);
     void x_ready(int p, const V2Instr& in);
     void land_seam(const Landing& l);
+    void seam_values(int k, V2Op op);  // a seam stage's arithmetic on CTA k's values, in the seam's order
+    // the values a send carries: f(i, from, to) for its i-th value, from the sender's and to the receiver's
+    // array (my_* and part/wgt/msq of the send's kind), in the order both sides take them
+    template <class F> void seam_values_of(const V2SeamSend& x, F&& f) const;
 
     const PlanV2& plan_;
     const V2MachineOptions& opt_;
     V2MachineResult& res_;
     FaultHooks hooks_;
     const int S_, R_, L_;  // rows of x, ranks, processes a cluster
-    std::vector<float> x_;  // [S][D]
+    std::vector<float> x_;  // [S][D] (a plan without the seam)
     const std::vector<uint16_t>& packed_;
+    const V2SeamInputs& seam_in_;
+    std::vector<int> seam_slot_;  // [S]: row s's place among its owner's rows
     std::vector<Proc> procs_;
     std::vector<CtaState> ctas_;
     std::vector<std::vector<MBar>> cbar_;  // [barrier][instance]: one a cluster, or one a CTA (scope 1)

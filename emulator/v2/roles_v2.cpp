@@ -114,7 +114,9 @@ void Machine::products(int p, const V2Chunk& ch, const RingSlot& slot) {
         const int d0 = col0 + g * kV2KStep;
         for (int r = 0; r < kV2TileRows; ++r)
             for (int s = 0; s < S_; ++s) {
-                const float* xs = &x_[size_t(s) * size_t(D) + size_t(d0)];
+                // x: the seam's, this CTA's slice (d0 is in it), or the machine's input
+                const float* xs = plan_.has_seam() ? &ctas_[size_t(k)].x[size_t(s) * size_t(plan_.slice_cols()) + size_t(d0 - col0)]
+                                                   : &x_[size_t(s) * size_t(D) + size_t(d0)];
                 float sum = w[r][0] * xs[0];
                 for (int c = 1; c < kV2KStep; ++c) sum = sum + w[r][c] * xs[c];
                 float& a = pr.acc[size_t(r) * size_t(S_) + size_t(s)];

@@ -3,14 +3,26 @@
 // process's LOAD, PART, GATE, MIX and X (each hand-off an st.async landing after a schedule-drawn
 // delay on its receiver's barrier), the consumers' XWAIT, and the detectors where each hand-off is
 // consumed: seam_landed (GATE, MIX and X read only what the phase they waited for counted) and
-// x_ready (a consumer's TAKE ordered after its CTA's X). x's values are the reference's (an input to
-// the machine); the seam's hand-offs carry their bytes, not values.
+// x_ready (a consumer's TAKE ordered after its CTA's X). The hand-offs carry their values too: each
+// stage computes on what has landed in its CTA, in the seam's order (the plan's reduction order:
+// each slice sequential, the slices' partials in order, softmax and mix sequential over the sources),
+// and the consumers multiply the x their CTA's X stored, so a stage that reads early changes proj.
+#include <algorithm>
+#include <cmath>
+
 #include "emulator/v2/machine_v2_impl.hpp"
 
 namespace monokda::emu::v2detail {
 
 namespace {
 std::string n(long v) { return std::to_string(v); }
+
+// A hand-off's values as its sender keeps them (mine) or as they land in its receiver.
+std::vector<float>& seam_array(CtaState& cs, V2SeamBar bar, bool mine) {
+    if (bar == V2SeamBar::part) return mine ? cs.my_part : cs.part;
+    if (bar == V2SeamBar::wgt) return mine ? cs.my_wgt : cs.wgt;
+    return mine ? cs.my_msq : cs.msq;
+}
 }  // namespace
 
 bool Machine::seam_step(int p, const V2Instr& in) {
@@ -31,7 +43,7 @@ bool Machine::seam_step(int p, const V2Instr& in) {
         case V2Op::XWAIT:
             if (hooks_.skips_x_wait(k, PlanV2::proc_warp(p))) return true;
             return await(p, w[0]);
-        case V2Op::PART: seam_sends(p, V2SeamBar::part); return true;
+        case V2Op::PART: seam_values(k, V2Op::PART), seam_sends(p, V2SeamBar::part); return true;
         default: break;
     }
     // LOAD, GATE, MIX, X: the wait, then what the phase brought, then the stage's own sends or arrive
@@ -40,10 +52,11 @@ bool Machine::seam_step(int p, const V2Instr& in) {
         pr.sub = 1;
     }
     switch (in.opcode()) {
-        case V2Op::GATE: seam_landed(p, V2SeamBar::part), seam_sends(p, V2SeamBar::wgt); break;
-        case V2Op::MIX: seam_landed(p, V2SeamBar::wgt), seam_sends(p, V2SeamBar::msq); break;
+        case V2Op::GATE: seam_landed(p, V2SeamBar::part), seam_values(k, V2Op::GATE), seam_sends(p, V2SeamBar::wgt); break;
+        case V2Op::MIX: seam_landed(p, V2SeamBar::wgt), seam_values(k, V2Op::MIX), seam_sends(p, V2SeamBar::msq); break;
         case V2Op::X: {
             seam_landed(p, V2SeamBar::msq);
+            seam_values(k, V2Op::X);
             MBar& x = cs.seam[size_t(V2SeamBar::x)];
             check_made(x, p, "arrives on the seam's x barrier");
             tick(p);
@@ -52,7 +65,7 @@ bool Machine::seam_step(int p, const V2Instr& in) {
             arrive(x, 1, pr.vc);
             break;
         }
-        default: tick(p); break;  // LOAD: the inputs are the CTA's own from here
+        default: seam_values(k, V2Op::LOAD), tick(p); break;  // LOAD: the inputs are the CTA's own from here
     }
     return true;
 }
@@ -67,7 +80,9 @@ void Machine::seam_sends(int p, V2SeamBar bar) {
         check_made(ctas_[size_t(x.to)].seam[size_t(bar)], p, std::string("completes bytes of the seam's ") + to_string(bar) + " barrier of CTA " + n(x.to));
         tick(p);
         if (hooks_.drops_seam_send(plan_.cluster_of(x.from), plan_.rank_of(x.from), plan_.rank_of(x.to), int(bar))) continue;
-        schedule({now_ + delay(p, false), 0, Landing::seam_send, e, 0, pr.vc, {}, p});
+        std::vector<float> data;
+        seam_values_of(x, [&](size_t, size_t from, size_t) { data.push_back(seam_array(ctas_[size_t(k)], bar, true)[from]); });
+        schedule({now_ + delay(p, false), 0, Landing::seam_send, e, 0, pr.vc, std::move(data), p});
     }
 }
 
@@ -116,7 +131,119 @@ void Machine::land_seam(const Landing& l) {
     const V2SeamSend& x = plan_.seam_sends[size_t(l.a)];
     MBar& b = ctas_[size_t(x.to)].seam[size_t(x.bar)];
     send_phase_[size_t(l.a)] = int(b.completed);
+    std::vector<float>& into = seam_array(ctas_[size_t(x.to)], V2SeamBar(x.bar), false);
+    seam_values_of(x, [&](size_t i, size_t, size_t to) { into[to] = l.data[i]; });
     complete_tx(b, x.bytes, l.vc);
+}
+
+// The order a send's values travel in, on both sides: part, the rows the receiver owns (in its order),
+// each source, each slice of the sender; wgt, the rows the sender owns, e_0 .. e_nb and Σe; msq,
+// every row, each slice of the sender.
+template <class F>
+void Machine::seam_values_of(const V2SeamSend& x, F&& f) const {
+    const size_t src = size_t(plan_.config().nb) + 1, rs = size_t(plan_.seam_rank_slices()), sl = size_t(plan_.seam_slices());
+    const size_t j0 = size_t(plan_.rank_of(x.from)) * rs;
+    size_t i = 0;
+    for (int s = 0; s < S_; ++s) {
+        const size_t row = size_t(s), slot = size_t(seam_slot_[size_t(s)]);
+        if (x.bar == int32_t(V2SeamBar::part) && plan_.seam_owner[size_t(s)] == plan_.rank_of(x.to)) {
+            for (size_t v = 0; v < src; ++v)
+                for (size_t jl = 0; jl < rs; ++jl)
+                    for (size_t c = 0; c < 2; ++c)
+                        f(i++, ((row * src + v) * rs + jl) * 2 + c, ((slot * src + v) * sl + j0 + jl) * 2 + c);
+        } else if (x.bar == int32_t(V2SeamBar::wgt) && plan_.seam_owner[size_t(s)] == plan_.rank_of(x.from)) {
+            for (size_t q = 0; q <= src; ++q) f(i++, row * (src + 1) + q, row * (src + 1) + q);
+        } else if (x.bar == int32_t(V2SeamBar::msq)) {
+            for (size_t jl = 0; jl < rs; ++jl) f(i++, row * rs + jl, row * sl + j0 + jl);
+        }
+    }
+}
+
+// A stage's arithmetic on CTA k's values, as the reference takes it in the plan's order (SPEC §3 A):
+// LOAD the slice's sources (P' = bf16(P + delta), #1), wq and the gain; PART each (row, source, slice)'s
+// Σv² and Σv·wq, sequential; GATE, for the rows k owns, the slices' partials in order, the logits, the
+// softmax (max, exp, Σe in source order); MIX mixed = Σ_i e_i·v_i / Σe and each slice's Σmixed²; X the
+// slices' Σmixed² in order, 1/rms, x = bf16((mixed · 1/rms) · gain) (#2).
+void Machine::seam_values(int k, V2Op op) {
+    CtaState& cs = ctas_[size_t(k)];
+    const Config& c = plan_.config();
+    const int nb = c.nb, src = nb + 1, cols = plan_.slice_cols(), col0 = plan_.rank_of(k) * cols;
+    const int w = plan_.params().seam_slice_cols, rs = plan_.seam_rank_slices(), sl = plan_.seam_slices(), D = c.D;
+    const float eps = seam_in_.eps;
+    auto at = [&](int s, int i) { return &cs.src[(size_t(s) * size_t(src) + size_t(i)) * size_t(cols)]; };
+    switch (op) {
+        case V2Op::LOAD:
+            for (int d = 0; d < cols; ++d) {
+                cs.wq[size_t(d)] = seam_in_.res_norm_w[size_t(col0 + d)].to_float() * seam_in_.res_proj_w[size_t(col0 + d)].to_float();
+                cs.nw[size_t(d)] = seam_in_.input_norm_w[size_t(col0 + d)].to_float();
+            }
+            for (int s = 0; s < S_; ++s)
+                for (int d = 0; d < cols; ++d) {
+                    const size_t g = size_t(s) * size_t(D) + size_t(col0 + d);
+                    for (int i = 0; i < nb; ++i) at(s, i)[d] = seam_in_.blocks[(size_t(s) * 8 + size_t(i)) * size_t(D) + size_t(col0 + d)].to_float();
+                    at(s, nb)[d] = bf16::round(seam_in_.prefix[g].to_float() + seam_in_.delta[g].to_float()).to_float();
+                }
+            return;
+        case V2Op::PART:
+            for (int s = 0; s < S_; ++s)
+                for (int i = 0; i < src; ++i)
+                    for (int jl = 0; jl < rs; ++jl) {
+                        const float* v = at(s, i) + jl * w;
+                        const float* q = &cs.wq[size_t(jl * w)];
+                        float ss = v[0] * v[0], dot = v[0] * q[0];
+                        for (int d = 1; d < w; ++d) ss = ss + v[d] * v[d], dot = dot + v[d] * q[d];
+                        const size_t o = ((size_t(s) * size_t(src) + size_t(i)) * size_t(rs) + size_t(jl)) * 2;
+                        cs.my_part[o] = ss, cs.my_part[o + 1] = dot;
+                    }
+            return;
+        case V2Op::GATE:
+            for (int s = 0; s < S_; ++s) {
+                if (plan_.seam_owner[size_t(s)] != plan_.rank_of(k)) continue;
+                const float* p = &cs.part[size_t(seam_slot_[size_t(s)]) * size_t(src) * size_t(sl) * 2];
+                std::vector<float> logit(static_cast<size_t>(src)), e(static_cast<size_t>(src));
+                for (int i = 0; i < src; ++i) {
+                    const float* q = p + size_t(i) * size_t(sl) * 2;
+                    float ss = q[0], dot = q[1];
+                    for (int j = 1; j < sl; ++j) ss = ss + q[2 * j], dot = dot + q[2 * j + 1];
+                    logit[size_t(i)] = dot * (1.0f / std::sqrt(ss / float(D) + eps));
+                }
+                const float m = *std::max_element(logit.begin(), logit.end());
+                float den = 0.f;
+                for (int i = 0; i < src; ++i) e[size_t(i)] = std::exp(logit[size_t(i)] - m), den = i ? den + e[size_t(i)] : e[size_t(i)];
+                for (int i = 0; i < src; ++i) cs.my_wgt[size_t(s) * size_t(src + 1) + size_t(i)] = e[size_t(i)];
+                cs.my_wgt[size_t(s) * size_t(src + 1) + size_t(src)] = den;
+            }
+            return;
+        case V2Op::MIX:
+            for (int s = 0; s < S_; ++s) {
+                const float* e = &cs.wgt[size_t(s) * size_t(src + 1)];
+                for (int d = 0; d < cols; ++d) {
+                    float m = e[0] * at(s, 0)[d];
+                    for (int i = 1; i < src; ++i) m = m + e[i] * at(s, i)[d];
+                    cs.mixed[size_t(s) * size_t(cols) + size_t(d)] = m / e[src];
+                }
+                for (int jl = 0; jl < rs; ++jl) {
+                    const float* m = &cs.mixed[size_t(s) * size_t(cols) + size_t(jl * w)];
+                    float q = m[0] * m[0];
+                    for (int d = 1; d < w; ++d) q = q + m[d] * m[d];
+                    cs.my_msq[size_t(s) * size_t(rs) + size_t(jl)] = q;
+                }
+            }
+            return;
+        case V2Op::X:
+            for (int s = 0; s < S_; ++s) {
+                const float* q = &cs.msq[size_t(s) * size_t(sl)];
+                float ms = q[0];
+                for (int j = 1; j < sl; ++j) ms = ms + q[j];
+                const float rr = 1.0f / std::sqrt(ms / float(D) + eps);
+                for (int d = 0; d < cols; ++d) {
+                    const size_t o = size_t(s) * size_t(cols) + size_t(d);
+                    cs.x[o] = bf16::round((cs.mixed[o] * rr) * cs.nw[size_t(d)]).to_float();
+                }
+            }
+            return;
+        default: return;
+    }
 }
 
 }  // namespace monokda::emu::v2detail

@@ -1,8 +1,9 @@
 // Kernel v2's in_proj in the emulator (emulator/v2/): the clean plan passes under every schedule kind,
 // its proj equal bit for bit to the reference in the plan's order (in_proj=cluster:8, computed by
 // reference/ on its own) and to itself across schedules, and not to the other orders; the production
-// shape at S = 1, 8 and 64; and the machine's own stops, each on a planted defect: a hang
-// (a copy dropped), the step budget, a wrong weight byte.
+// shape at S = 1, 8 and 64; x computed by the plan's seam from the step's inputs (one input bit
+// changes proj; a GATE that sums early, unseen by its detector, does too); and the machine's own
+// stops, each on a planted defect: a hang (a copy dropped), the step budget, a wrong weight byte.
 #include <doctest/doctest.h>
 
 #include "core/fixture_gen.hpp"
@@ -58,6 +59,42 @@ TEST_CASE("kernel v2's clean small plan passes under every schedule, proj bit-id
         CHECK(same_bits(r.run.proj, first));
         CHECK(contains(r.report, "proj: bit-identical to the reference in in_proj=cluster:8"));
     }
+}
+
+TEST_CASE("the seam computes x from the step's inputs: the x input is not read, one input bit changes proj") {
+    const V2Prepared& base = small_v2();
+    REQUIRE(base.plan.has_seam());
+    V2Prepared p = base;
+    for (bf16& v : p.x) v = bf16::round(7.f);  // the machine's x input: a plan with the seam leaves it alone
+    V2EmulateResult r = emulate_v2(p, v2_options("small"));
+    INFO(r.report);
+    CHECK(r.verdict == Verdict::PASS);
+    CHECK(same_bits(r.run.proj, base.ref_proj));
+    p = base;
+    p.seam.blocks[0].bits ^= 0x0040;  // row 0's bank row 0, column 0 (CTA 0's slice): its softmax, so its whole x row
+    r = emulate_v2(p, v2_options("small"));
+    CHECK(r.verdict == Verdict::WRONG_RESULT);
+    CHECK(r.run.detector == Detector::result);
+    CHECK(contains(r.run.detail, "proj[row 0]"));
+}
+
+TEST_CASE("a GATE that sums before its last partials landed, with seam_landed off: the values it took change proj") {
+    // seam_part_short arms rank 0's part barrier one sender short; where the short phase completes
+    // before that sender's partials land, the GATE sums zeros in their place
+    int wrong = 0, runs = 0;
+    for (const Schedule& s : v2_schedules()) {
+        V2EmulateOptions o = v2_options("small");
+        o.schedule = s;
+        o.fault = Fault::seam_part_short;
+        o.detectors = DetectorSet{}.without(Detector::seam_landed);
+        const V2EmulateResult r = emulate_v2(small_v2(), o);
+        INFO(s.str(), " seed ", s.seed, "\n", r.report);
+        ++runs;
+        CHECK((r.verdict == Verdict::PASS || r.run.detector == Detector::result));
+        wrong += r.run.detector == Detector::result;
+    }
+    CHECK(wrong > 0);
+    MESSAGE(wrong, " of ", runs, " schedules summed early");
 }
 
 TEST_CASE("the emulated proj is the cluster order's: other orders of the same sums give other bits") {
