@@ -354,8 +354,7 @@ __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(kThreads, 1) in
         mbar_init_fence();
         // the ring's barriers are this CTA's own: its first copies need no peer, only the partials do
         policy = l2_policy(true);
-        if (a.seam) seam_copy_in(z, policy);  // ahead of the stream's first copy
-        if (a.seam && a.sa.in_first) probe::spin([&] { return mbar_try_wait(&seam_bars.in, 0); });
+        if (a.seam) seam_copy_in(z, policy);  // ahead of the stream's first copy (waiting for them to land first: later x)
         while (prod.issued < a.early && produce<KQ>(prod, k, run, policy)) {}
     }
     // every rank's barriers exist before a peer sends to them: the init fence orders them, so the

@@ -8,9 +8,7 @@
 // against the reference's in kernel v1's order, bit for bit; prefix_out exact; proj from that x
 // against the host's. Then x's ready time and the step's end with the seam against x loaded (ready
 // at entry), at S = 1, 4, 16, on the ring in_proj's tuning chose and on a deeper one with the same
-// copies in flight (which buffers more of the stream while x is computed), the stream's first copy
-// issued right after the inputs' copies and once they landed (seam-f), the team's waits spinning on
-// test_wait (seam-s), twice, interleaved; not
+// copies in flight (which buffers more of the stream while x is computed), twice, interleaved; not
 // when `timed` is false (the check alone, as a memory checker runs it).
 // The seam's phases in the last launch (SeamPhase): the last CTA's end of each from the first
 // entry, and each phase's own time (from the one before; the first from the CTA's own entry), the
@@ -95,9 +93,7 @@ int seam_mode(Device& d, int reps, bool timed) {
         for (int round = 0; round < 2; ++round)
             for (Case c : {setting(S), deep}) {
                 c.seam = 0, print_row("loaded", c, run(d, c, reps));
-                g_seam.in_first = 1, c.seam = 1, print_row("seam-f", c, run(d, c, reps));
-                g_seam.in_first = 0, g_seam.spin = 1, print_row("seam-s", c, run(d, c, reps));
-                g_seam.spin = 0, print_row("seam", c, run(d, c, reps));
+                c.seam = 1, print_row("seam", c, run(d, c, reps));
             }
         if (fits(deep)) seam_phases(d, S);
     }
