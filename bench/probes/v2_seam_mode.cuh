@@ -4,12 +4,6 @@
 #pragma once
 #include "bench/probes/v2_seam_stages.cuh"
 
-// The seam in the clusters beside the stream (v2_seam.cuh). First its results: every cluster's x
-// against the reference's in kernel v1's order, bit for bit; prefix_out exact; proj from that x
-// against the host's. Then x's ready time and the step's end with the seam against x loaded (ready
-// at entry), at S = 1, 4, 16, on the ring in_proj's tuning chose and on a deeper one with the same
-// copies in flight (which buffers more of the stream while x is computed), twice, interleaved; not
-// when `timed` is false (the check alone, as a memory checker runs it).
 // The seam's phases in the last launch (SeamPhase): the last CTA's end of each from the first
 // entry, and each phase's own time (from the one before; the first from the CTA's own entry), the
 // median over the CTAs that stamp it (only owners stamp PART in).
@@ -35,6 +29,12 @@ void seam_phases(Device& d, int S) {
     std::printf("\n");
 }
 
+// The seam in the clusters beside the stream (v2_seam.cuh). First its results: every cluster's x
+// against the reference's in kernel v1's order, bit for bit; prefix_out exact; proj from that x
+// against the host's. Then x's ready time and the step's end with the seam against x loaded (ready
+// at entry), at S = 1, 4, 16, on the ring in_proj's tuning chose and on a deeper one with the same
+// copies in flight (which buffers more of the stream while x is computed), twice, interleaved; not
+// when `timed` is false (the check alone, as a memory checker runs it).
 int seam_mode(Device& d, int reps, bool timed) {
     const SeamFixture f = seam_fixture(4, 4, 4, 0x5eedull);
     std::printf("seam: fixture R 4 x L 4, nb %d; the reference's order %s\n", f.nb, f.order.c_str());
