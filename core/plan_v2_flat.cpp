@@ -228,7 +228,7 @@ std::string PlanV2::to_json() const {
     j["ring"] = {{"chunk_ksteps", params_.chunk_ksteps}, {"depth", params_.ring_depth}, {"in_flight", params_.in_flight}};
     j["recv_slots"] = params_.recv_slots;
     j["partial_bytes"] = partial_bytes();
-    j["reduction_order"] = reduction_order().at(Site::in_proj).str();
+    j["reduction_order"] = reduction_order().str();  // in_proj's, and the seam's sites where it has one
     ordered_json us = ordered_json::array();
     for (const V2Unit& u : units) {
         ordered_json rows = ordered_json::array();

@@ -260,7 +260,14 @@ TEST_CASE("the JSON form holds every table and every role's program") {
     CHECK(j["seam"]["ctas"][3]["sends"].size() == 24);
     CHECK(j["seam"]["ctas"][3]["sends"][8]["barrier"] == "wgt");
     CHECK(j["cluster_buffers"].size() == p.recvs.size());
-    CHECK(j["reduction_order"] == "cluster:8");
+    // the small shape's 256 columns in 32-column seam slices: 8 partials a sum
+    CHECK(j["reduction_order"] ==
+          "attn_sumsq=split:8,attn_dot=split:8,softmax_den=sequential,mix=sequential,x_sumsq=split:8,in_proj=cluster:8,"
+          "f_b=sequential,l2_q=sequential,l2_k=sequential,rec_kS=sequential,rec_oq=sequential,onorm_sumsq=sequential");
+    PlanV2Params off = PlanV2Params::for_config(p.config());
+    off.seam = 0;  // x an input: in_proj's order alone
+    CHECK(nlohmann::json::parse(PlanV2::build(p.config(), off).to_json())["reduction_order"].get<std::string>().find("attn_sumsq=split") ==
+          std::string::npos);
 }
 
 TEST_CASE("the seam's shared memory: the production shape's offsets, as worked out by hand") {
