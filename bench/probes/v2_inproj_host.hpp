@@ -19,17 +19,9 @@ constexpr int kRanks = 8, kClusters = 15, kCtas = kRanks * kClusters;  // PlanV2
 constexpr int kSliceCols = D / kRanks, kKSteps = kSliceCols / kV2KStep;  // 896 columns, 56 k-steps a slice
 constexpr int kTileBytes = kV2TileBytes;                                 // a 16×16 A tile: 32 lanes × 16 bytes
 
-inline uint16_t to_bf16(float f) {  // round to nearest even
-    uint32_t u;
-    std::memcpy(&u, &f, 4);
-    return uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
-inline float from_bf16(uint16_t b) {
-    uint32_t u = uint32_t(b) << 16;
-    float f;
-    std::memcpy(&f, &u, 4);
-    return f;
-}
+// the project's bf16 (core/bf16.hpp: round to nearest even), as bits
+inline uint16_t to_bf16(float f) { return bf16::round(f).bits; }
+inline float from_bf16(uint16_t b) { return bf16::from_bits(b).to_float(); }
 
 struct Rng {
     uint64_t s;

@@ -94,11 +94,6 @@ struct Smem {  // offsets into dynamic shared memory
     }
 };
 
-__device__ __forceinline__ uint16_t bf16_rne(float f) {  // #3: round to nearest even
-    uint32_t u = __float_as_uint(f);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return uint16_t((u >> 16) | 0x40);
-    return uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
 
 // What every role of a CTA reads: the arguments, the layout, the CTA's barriers and unit range.
 struct Cta {
@@ -168,7 +163,7 @@ __device__ void reduce(const Cta& k, int lane) {
                 for (int r = 0; r < 8; ++r) {
                     float acc = slot[(0 * 8 + r) * NT * 8 + col];
                     for (int src = 1; src < kRanks; ++src) acc += slot[(src * 8 + r) * NT * 8 + col];
-                    const uint32_t b = bf16_rne(acc);
+                    const uint32_t b = bf16::round(acc).bits;  // #3
                     packed[r / 2] = r % 2 ? (packed[r / 2] | b << 16) : b;
                 }
                 *reinterpret_cast<uint4*>(a.proj + size_t(col) * N + rv.row0) = make_uint4(packed[0], packed[1], packed[2], packed[3]);

@@ -11,17 +11,8 @@
 
 namespace seam_stages_detail {
 
-float bf(uint16_t b) {
-    uint32_t u = uint32_t(b) << 16;
-    float f;
-    std::memcpy(&f, &u, 4);
-    return f;
-}
-uint32_t fbits(float f) {
-    uint32_t u;
-    std::memcpy(&u, &f, 4);
-    return u;
-}
+float bf(uint16_t b) { return monokda::bf16::from_bits(b).to_float(); }
+uint32_t fbits(float f) { return monokda::f32_bits(f); }
 
 // What the seam must hold for row s of a fixture, in its order (v2_seam.cuh): sources are the bank
 // rows 0 .. nb-1, then P'; slices of 128 columns, sums sequential within a slice, slices in order.
@@ -77,9 +68,7 @@ Expected expect(const SeamFixture& f, int S) {
         }
         e.rr[s] = 1.0f / std::sqrt(ms / float(D) + f.eps);
         for (int d = 0; d < D; ++d) {
-            const float y = (e.mixed[size_t(s) * D + d] * e.rr[s]) * bf(f.input_norm_w[d]);
-            const uint32_t u = fbits(y);
-            e.x[size_t(s) * D + d] = uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+            e.x[size_t(s) * D + d] = monokda::bf16::round((e.mixed[size_t(s) * D + d] * e.rr[s]) * bf(f.input_norm_w[d])).bits;  // #2
         }
     }
     return e;
