@@ -252,6 +252,13 @@ public:
     std::vector<V2Barrier> barriers;      // [cluster][V2Point]
     // the seam (empty without it)
     std::vector<int32_t> seam_owner;      // [S]: the rank whose GATE takes row s's softmax (s mod ranks)
+    // row s's place among its owner's rows (the index of its partials in the owner's part buffer):
+    // the rows before it with the same owner, from seam_owner (so an edited owner table moves it)
+    int seam_slot(int s) const {
+        int k = 0;
+        for (int r = 0; r < s; ++r) k += seam_owner[size_t(r)] == seam_owner[size_t(s)];
+        return k;
+    }
     std::vector<V2SeamCta> seam_ctas;     // [cta]
     std::vector<int32_t> seam_send_begin; // [cta + 1]: CTA k's sends are seam_sends[begin[k] .. begin[k + 1])
     std::vector<V2SeamSend> seam_sends;   // by sender, in program order: part, wgt, msq; each by receiver rank

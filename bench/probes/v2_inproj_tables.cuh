@@ -135,10 +135,8 @@ inline void fill_plan_args(Args& a, const PlanTables& t) {
     a.seam_plan = SeamPlan{};
     if (!p.has_seam()) return;
     for (int r = 0; r < kRanks; ++r) a.seam_plan.cta[r] = p.seam_ctas[size_t(r)];  // cluster 0's (hold_seam_to_kernel)
-    for (int s = 0, placed[kRanks] = {}; s < p.config().S(); ++s) {
-        const int o = p.seam_owner[size_t(s)];
-        a.seam_plan.owner[s] = (signed char)o, a.seam_plan.slot[s] = (signed char)placed[o]++;
-    }
+    for (int s = 0; s < p.config().S(); ++s)
+        a.seam_plan.owner[s] = (signed char)p.seam_owner[size_t(s)], a.seam_plan.slot[s] = (signed char)p.seam_slot(s);
 }
 
 }  // namespace monokda::probe::v2

@@ -78,8 +78,7 @@ Machine::Machine(const PlanV2& p, const std::vector<bf16>& x, const std::vector<
             cs.mixed.assign(rows * cols, 0.f), cs.x.assign(rows * cols, 0.f);
         }
     }
-    std::vector<int> placed(size_t(R_), 0);
-    for (int32_t o : p.seam_owner) seam_slot_.push_back(o >= 0 && o < R_ ? placed[size_t(o)]++ : 0);
+    for (int s = 0; s < int(p.seam_owner.size()); ++s) seam_slot_.push_back(p.seam_slot(s));
     send_phase_.assign(p.seam_sends.size(), -1);
     sends_into_.assign(size_t(p.ctas()), std::vector<std::vector<int>>(size_t(V2SeamBar::count)));
     for (size_t e = 0; e < p.seam_sends.size(); ++e) {

@@ -141,7 +141,7 @@ private:
     std::vector<float> x_;  // [S][D] (a plan without the seam)
     const std::vector<uint16_t>& packed_;
     const V2SeamInputs& seam_in_;
-    std::vector<int> seam_slot_;  // [S]: row s's place among its owner's rows
+    std::vector<int> seam_slot_;  // [S]: PlanV2::seam_slot of each row, once
     std::vector<Proc> procs_;
     std::vector<CtaState> ctas_;
     std::vector<std::vector<MBar>> cbar_;  // [barrier][instance]: one a cluster, or one a CTA (scope 1)
