@@ -1,4 +1,5 @@
-// JSON parsed with bounds on size, depth and values, duplicate keys refused (core/json_bounded.hpp).
+// JSON parsed with bounds on size, depth and values, duplicate keys refused, and its values read by
+// type and range, each refusal naming the value's path (core/json_bounded.hpp).
 #include "core/json_bounded.hpp"
 
 #include <vector>
@@ -121,6 +122,59 @@ json parse_json_bounded(const std::string& text, const std::string& what, const 
     BoundedBuilder b(what, bounds);
     json::sax_parse(text, &b);
     return std::move(b.root);
+}
+
+void JsonReader::fail(const std::string& path, const std::string& m) const {
+    bad_input(what_ + ": " + (path.empty() ? "" : path + ": ") + m);
+}
+
+const json& JsonReader::object(const json& j, const std::string& path, std::initializer_list<const char*> required,
+                               std::initializer_list<const char*> optional) const {
+    if (!j.is_object()) fail(path, "must be an object");
+    for (const char* k : required)
+        if (!j.contains(k)) fail(path, "has no \"" + std::string(k) + "\"");
+    for (auto it = j.begin(); it != j.end(); ++it) {
+        bool known = false;
+        for (const char* k : required) known |= it.key() == k;
+        for (const char* k : optional) known |= it.key() == k;
+        if (!known) {
+            std::string keys;
+            for (const char* k : required) keys += std::string(keys.empty() ? "" : ", ") + k;
+            for (const char* k : optional) keys += std::string(keys.empty() ? "" : ", ") + k;
+            fail(path, "unknown key \"" + it.key() + "\" (known: " + keys + ")");
+        }
+    }
+    return j;
+}
+
+int64_t JsonReader::integer(const json& j, const std::string& path, int64_t lo, int64_t hi) const {
+    if (!j.is_number_integer()) fail(path, "must be an integer");
+    const int64_t v = j.is_number_unsigned() && j.get<uint64_t>() > uint64_t(INT64_MAX) ? INT64_MAX : j.get<int64_t>();
+    if (v < lo || v > hi) fail(path, "must be in " + std::to_string(lo) + ".." + std::to_string(hi) + " (got " + std::to_string(v) + ")");
+    return v;
+}
+
+std::string JsonReader::string(const json& j, const std::string& path) const {
+    if (!j.is_string()) fail(path, "must be a string");
+    return j.get<std::string>();
+}
+
+bool JsonReader::boolean(const json& j, const std::string& path) const {
+    if (!j.is_boolean()) fail(path, "must be true or false");
+    return j.get<bool>();
+}
+
+const json& JsonReader::array(const json& j, const std::string& path) const {
+    if (!j.is_array()) fail(path, "must be an array");
+    return j;
+}
+
+const json& JsonReader::array(const json& j, const std::string& path, size_t lo, size_t hi) const {
+    array(j, path);
+    if (j.size() < lo || j.size() > hi)
+        fail(path, (lo == hi ? "must hold " + std::to_string(lo) : "must hold " + std::to_string(lo) + ".." + std::to_string(hi)) +
+                       " entries (got " + std::to_string(j.size()) + ")");
+    return j;
 }
 
 }  // namespace monokda

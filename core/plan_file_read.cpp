@@ -13,6 +13,7 @@
 #include "core/json_bounded.hpp"
 #include "core/plan.hpp"
 #include "core/plan_file.hpp"
+#include "core/plan_v2.hpp"
 
 namespace monokda {
 
@@ -42,54 +43,7 @@ bool parse_op(const std::string& s, Op& op) {
     return false;
 }
 
-// The reader's view of a JSON value: typed accessors that refuse with the value's path.
-class Reader {
-public:
-    explicit Reader(std::string what) : what_(std::move(what)) {}
-    [[noreturn]] void fail(const std::string& path, const std::string& m) const {
-        bad_input(what_ + ": " + (path.empty() ? "" : path + ": ") + m);
-    }
-    const json& object(const json& j, const std::string& path, std::initializer_list<const char*> required,
-                       std::initializer_list<const char*> optional = {}) const {
-        if (!j.is_object()) fail(path, "must be an object");
-        for (const char* k : required)
-            if (!j.contains(k)) fail(path, "has no \"" + std::string(k) + "\"");
-        for (auto it = j.begin(); it != j.end(); ++it) {
-            bool known = false;
-            for (const char* k : required) known |= it.key() == k;
-            for (const char* k : optional) known |= it.key() == k;
-            if (!known) {
-                std::string keys;
-                for (const char* k : required) keys += std::string(keys.empty() ? "" : ", ") + k;
-                for (const char* k : optional) keys += std::string(keys.empty() ? "" : ", ") + k;
-                fail(path, "unknown key \"" + it.key() + "\" (known: " + keys + ")");
-            }
-        }
-        return j;
-    }
-    int64_t integer(const json& j, const std::string& path, int64_t lo, int64_t hi) const {
-        if (!j.is_number_integer()) fail(path, "must be an integer");
-        const int64_t v = j.is_number_unsigned() && j.get<uint64_t>() > uint64_t(INT64_MAX) ? INT64_MAX : j.get<int64_t>();
-        if (v < lo || v > hi) fail(path, "must be in " + std::to_string(lo) + ".." + std::to_string(hi) + " (got " + std::to_string(v) + ")");
-        return v;
-    }
-    std::string string(const json& j, const std::string& path) const {
-        if (!j.is_string()) fail(path, "must be a string");
-        return j.get<std::string>();
-    }
-    bool boolean(const json& j, const std::string& path) const {
-        if (!j.is_boolean()) fail(path, "must be true or false");
-        return j.get<bool>();
-    }
-    const json& array(const json& j, const std::string& path) const {
-        if (!j.is_array()) fail(path, "must be an array");
-        return j;
-    }
-    const std::string& what() const { return what_; }
-
-private:
-    std::string what_;
-};
+using Reader = JsonReader;
 
 // "PART[row 3][src 0..4][slice 17]" against the plan's dims of PART; BadInput (through rd) naming path.
 Spec parse_spec(const Plan& p, const Reader& rd, const std::string& text, const std::string& path) {
@@ -403,12 +357,10 @@ void PlanFileReader::launch(const json& j) {
 }
 
 Plan Plan::from_json(const std::string& text, const std::string& what) {
-    JsonBounds bounds;
-    bounds.max_bytes = size_t(256) << 20;
-    bounds.max_depth = 8;  // the format's deepest value: ctas[i].instrs[k].waits[g][s]
-    bounds.max_values = size_t(1) << 26;
-    const json j = parse_json_bounded(text, what, bounds);
+    const json j = parse_json_bounded(text, what, plan_file::bounds());
     const Reader rd(what);
+    if (j.is_object() && j.contains("format") && j.at("format") == kPlanV2Format)
+        rd.fail("format", "is \"" + std::string(kPlanV2Format) + "\": kernel v2's plan file (monokda emulate --kernel v2 --plan runs it)");
     rd.object(j, "", {"format", "version", "config", "layout", "target", "launch", "mailboxes", "reduction_order", "ctas"},
               {"name", "comment", "monokda_version", "monokda_commit"});
     if (!j.at("format").is_string() || j.at("format") != kFormat)

@@ -310,6 +310,12 @@ std::vector<V2Wait> PlanV2::waits(int p, int i) const {
     return w;
 }
 
+std::vector<std::string> PlanV2::wait_texts(int p, int i) const {
+    std::vector<std::string> out;
+    for (const V2Wait& x : waits(p, i)) out.push_back(bar_name(x.bar) + " round " + std::to_string(x.round));
+    return out;
+}
+
 std::string PlanV2::proc_name(int p) const {
     const int k = proc_cta(p);
     std::string s = "CTA " + std::to_string(k) + " (cluster " + std::to_string(cluster_of(k)) + " rank " +

@@ -285,10 +285,26 @@ public:
     // The weight as the device streams it: each CTA's run (run_offset), its chunks in order, each
     // chunk [k-step][tile] of 512-byte tiles in A-fragment order (v2_fragment_element).
     std::vector<uint16_t> pack_weight(const std::vector<uint16_t>& in_proj_w) const;
-    // The plan as JSON (monokda plan --kernel v2), every table and every process's program.
-    std::string to_json() const;
+    // The plan file (monokda plan --kernel v2; docs/plan.md "Kernel v2's plan file"): JSON, every table
+    // and every process's program, each step with its description and waits. stamped: with
+    // monokda_version and monokda_commit, as every file monokda writes (a plan's digest is of its text
+    // without them). from_json(to_json()) is the plan again, table for table.
+    std::string to_json(bool stamped = true) const;
+    // A plan file read back (plan_v2_read.cpp): its config, parameters, tables and programs as the file
+    // gives them; the waits stay derived. BadInput ("WHAT: PATH: problem") for a malformed file (a type,
+    // a missing or unknown key, a count or an index out of range), before any table is used; a file
+    // that is merely wrong reads, and problems() names what is wrong with it.
+    static PlanV2 from_json(const std::string& text, const std::string& what = "plan v2 file");
+    static PlanV2 read_json(const std::string& path);
+    // The waits of step i of process p as the plan file spells them ("full[slot 0] of CTA 3 round 1").
+    std::vector<std::string> wait_texts(int p, int i) const;
+    // A plan read from a file: each description the file gives (a step's text and waits, a CTA's shared
+    // memory, partial_bytes, reduction_order) that its tables do not, with its path; the check
+    // file_descriptions names them. Empty for a built plan.
+    std::vector<std::string> misdescribed;
 
 private:
+    friend class PlanV2FileReader;  // plan_v2_read.cpp: fills a plan from a file, part by part
     void deal_units();
     void lay_streams();
     void lay_buffers();
@@ -317,6 +333,13 @@ struct PlanV2Header {
 };
 constexpr int32_t kPlanV2Magic = 0x32504b4d;  // "MKP2"
 constexpr int32_t kPlanV2Version = 3;
+// The plan file's format name and version (the file's own: version 3 files, written before the file
+// was read back, name steps by their text alone).
+constexpr const char* kPlanV2Format = "monokda-plan-v2";
+constexpr int32_t kPlanV2FileVersion = 4;
+// The "format" a plan file names: kernel v1's "monokda-plan", kernel v2's kPlanV2Format ("" for none);
+// BadInput where the text is not JSON (or past the plan file's bounds).
+std::string plan_file_format(const std::string& text, const std::string& what);
 PlanV2Header read_v2_header(const std::vector<int32_t>& words);  // BadInput on a malformed buffer
 
 // A table's entries are its struct's words, in the flat table as in memory: the device reads an entry

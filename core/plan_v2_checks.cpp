@@ -416,6 +416,12 @@ void seam_programs(Checker& c) {
     }
 }
 
+// A plan read from a file: what the file says of its steps and CTAs is what its tables give
+// (PlanV2::misdescribed; the file's descriptions are not read as the plan, so a stale one is named).
+void file_descriptions(Checker& c) {
+    for (const std::string& what : c.p.misdescribed) c.fail(what);
+}
+
 void smem_fits(Checker& c) {
     for (int k = 0; k < c.p.ctas(); ++k)
         c.need(c.p.smem_bytes(k) <= kV2SmemBytes, "CTA " + n(k) + " needs " + n(c.p.smem_bytes(k)) + " bytes of shared memory, over " + n(kV2SmemBytes));
@@ -431,7 +437,7 @@ const std::vector<std::pair<std::string, std::function<void(Checker&)>>>& checks
         {"free_counts", free_counts},                 {"cluster_barriers", cluster_barriers},
         {"seam_armed", seam_armed},                   {"seam_sends", seam_sends},
         {"seam_owners", seam_owners},                 {"seam_programs", seam_programs},
-        {"smem_fits", smem_fits},
+        {"smem_fits", smem_fits},                     {"file_descriptions", file_descriptions},
     };
     return list;
 }

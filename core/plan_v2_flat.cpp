@@ -1,6 +1,7 @@
 // Kernel v2's plan as the device and a reader get it (core/plan_v2.hpp): the flat int32 table the
 // kernel is to read (serialize, read_v2_header; layout in docs/plan.md), the weight packed into each
-// CTA's run in A-fragment order, and the JSON form `monokda plan --kernel v2` writes.
+// CTA's run in A-fragment order, and the JSON form `monokda plan --kernel v2` writes (read back by
+// plan_v2_read.cpp).
 #include <cstring>
 
 #include <nlohmann/json.hpp>
@@ -215,19 +216,23 @@ std::vector<uint16_t> PlanV2::pack_weight(const std::vector<uint16_t>& w) const 
     return out;
 }
 
-std::string PlanV2::to_json() const {
+std::string PlanV2::to_json(bool stamped) const {
     using nlohmann::ordered_json;
     ordered_json j;
-    j["format"] = "monokda-plan-v2";
-    j["version"] = kPlanV2Version;
-    j["monokda_version"] = version();
-    j["monokda_commit"] = commit();
+    j["format"] = kPlanV2Format;
+    j["version"] = kPlanV2FileVersion;
+    if (stamped) {
+        j["monokda_version"] = version();
+        j["monokda_commit"] = commit();
+    }
     const Config& c = cfg_;
-    j["config"] = {{"D", c.D}, {"N", c.N}, {"R", c.R}, {"L", c.L}, {"S", c.S()}};
-    j["clusters"] = {{"size", params_.ranks}, {"count", params_.clusters}, {"ctas", ctas()}};
+    j["config"] = {{"D", c.D}, {"H", c.H}, {"K", c.K}, {"V", c.V}, {"F", c.F}, {"N", c.N}, {"C", c.C}, {"W", c.W},
+                   {"R", c.R}, {"L", c.L}, {"nb", c.nb}, {"S", c.S()}};
+    j["clusters"] = {{"size", params_.ranks}, {"count", params_.clusters}, {"ctas", ctas()}, {"block_rows", params_.block_rows}};
     j["ring"] = {{"chunk_ksteps", params_.chunk_ksteps}, {"depth", params_.ring_depth}, {"in_flight", params_.in_flight}};
     j["recv_slots"] = params_.recv_slots;
     j["partial_bytes"] = partial_bytes();
+    j["packed_weight_bytes"] = run_offset.back();
     j["reduction_order"] = reduction_order().str();  // in_proj's, and the seam's sites where it has one
     ordered_json us = ordered_json::array();
     for (const V2Unit& u : units) {
@@ -246,9 +251,8 @@ std::string PlanV2::to_json() const {
         for (int q = proc(k, V2Role::producer); q < proc(k, V2Role::producer) + kV2ProcsPerCta; ++q) {
             ordered_json prog = ordered_json::array();
             for (int i = 0; i < int(programs[size_t(q)].size()); ++i) {
-                ordered_json ws = ordered_json::array();
-                for (const V2Wait& x : waits(q, i)) ws.push_back(bar_name(x.bar) + " round " + std::to_string(x.round));
-                prog.push_back({{"step", describe(programs[size_t(q)][size_t(i)])}, {"waits", ws}});
+                const V2Instr& in = programs[size_t(q)][size_t(i)];
+                prog.push_back({{"op", to_string(in.opcode())}, {"a", in.a}, {"step", describe(in)}, {"waits", wait_texts(q, i)}});
             }
             procs.push_back({{"role", proc_name(q)}, {"program", prog}});
         }
@@ -275,6 +279,7 @@ std::string PlanV2::to_json() const {
     for (const V2Barrier& b : barriers)
         bs.push_back({{"cluster", b.cluster}, {"point", to_string(V2Point(b.point))}, {"scope", b.scope ? "cta" : "cluster"}});
     j["cluster_barriers"] = bs;
+    ordered_json seam = {{"enabled", has_seam()}, {"slice_cols", params_.seam_slice_cols}};  // not enabled: x is an input
     if (has_seam()) {
         ordered_json sc = ordered_json::array();
         for (int k = 0; k < ctas(); ++k) {
@@ -287,10 +292,10 @@ std::string PlanV2::to_json() const {
             sc.push_back({{"cta", k}, {"in_bytes", e.in_bytes}, {"part_bytes", e.part_bytes}, {"wgt_bytes", e.wgt_bytes},
                           {"msq_bytes", e.msq_bytes}, {"rows_owned", e.rows_owned}, {"sends", sends}});
         }
-        j["seam"] = {{"slice_cols", params_.seam_slice_cols}, {"row_owner", seam_owner}, {"ctas", sc}};
-    } else {
-        j["seam"] = nullptr;  // x is an input
+        seam["row_owner"] = seam_owner;
+        seam["ctas"] = sc;
     }
+    j["seam"] = seam;
     return j.dump(1) + "\n";
 }
 

@@ -6,6 +6,8 @@
 #include <functional>
 #include <set>
 
+#include <nlohmann/json.hpp>
+
 #include "core/plan_v2.hpp"
 
 using namespace monokda;
@@ -72,6 +74,13 @@ const std::vector<Plant>& plants() {
          [](PlanV2& p) {
              auto& prog = p.programs[size_t(PlanV2::proc(3, V2Role::consumer, 5))];
              prog.erase(prog.begin() + 1);
+         }},
+        // a plan file whose step text is not its tables' (the plan read back from the edited file)
+        {"file_descriptions", "ctas[0].roles[0].program[0].step is \"COPY(chunk 0)\"; the tables give \"INIT\"",
+         [](PlanV2& p) {
+             nlohmann::json j = nlohmann::json::parse(p.to_json());
+             j["ctas"][0]["roles"][0]["program"][0]["step"] = "COPY(chunk 0)";
+             p = PlanV2::from_json(j.dump());
          }},
     };
     return list;
