@@ -21,9 +21,7 @@ namespace monokda::cli {
 
 using namespace monokda::emu;
 
-// The preset whose model dims a plan's config has (its built-in fixture); BadInput when none does
-// and no FIXTURE file is given.
-static std::string matching_preset(const Config& c, bool needed) {
+std::string matching_preset(const Config& c, bool needed) {
     for (const char* name : {"k3", "small"}) {
         const Config p = Config::preset(name);
         if (p.D == c.D && p.H == c.H && p.K == c.K && p.V == c.V && p.F == c.F && p.N == c.N && p.W == c.W) return name;
@@ -53,7 +51,10 @@ po::options_description emulate_option_list(EmulateArgs& a) {
         ("fixture-seed", po::value(&a.fseed)->default_value(1), "built-in fixture: generator seed")
         ("plan", po::value(&a.plan_file),
          "run this plan file (docs/plan-file.md; `monokda plan` writes one) instead of the built-in plan; the "
-         "built-in fixture then takes R, L and nb from it")
+         "built-in fixture then takes R, L and nb from it. With --kernel v2: a kernel v2 plan file (`monokda plan "
+         "--kernel v2` writes one; docs/plan.md \"Kernel v2's plan file\"), its tables and programs as it gives them")
+        ("plan-digest", po::value<std::string>(),
+         "--kernel v2: the digest the --plan file must have (its replay line gives it; kernel v1's replay token carries its own)")
         ("blocks", po::value(&a.blocks)->default_value(0), "CTAs in the launch (default: 132 for k3, 24 for small)")
         ("gemv-bands", po::value(&a.gemv)->default_value("auto"),
          "who runs the in_proj bands: auto (the plan's choice: k3 from 16 rows every CTA, else SPEC) | spec (the "
@@ -265,7 +266,9 @@ int cmd_emulate(const Args& args) {
                     "[--list-detectors] [--timeline F] [--trace F] [-o OUT] [--envelope-out F] [--envelope-in F] "
                     "[--envelope-orders N] [--no-envelope] [--sweep N] [--replay TOKEN]\n"
                     "       monokda emulate --kernel v2 [FIXTURE] [--config k3|small] [--R 2] [--L 4] [--nb 4] [--fixture-seed 1] "
-                    "[--schedule random|pct|rr|delay:cta:N] [--seed S] [--inject NAME] [--detectors-off LIST] [--sweep N]",
+                    "[--schedule random|pct|rr|delay:cta:N] [--seed S] [--inject NAME] [--detectors-off LIST] [--sweep N]\n"
+                    "       monokda emulate --kernel v2 --plan FILE [--plan-digest D] [FIXTURE] [--fixture-seed 1] [--schedule ...] "
+                    "[--seed S] [--inject NAME] [--detectors-off LIST] [--sweep N]",
                     opts, pos, vm))
         return 0;
     if (vm.count("list-faults")) {
@@ -278,6 +281,7 @@ int cmd_emulate(const Args& args) {
     }
     if (a.kernel != "v1" && a.kernel != "v2") bad_input("--kernel must be v1 or v2 (got '" + a.kernel + "')");
     if (a.kernel == "v2") return emulate_v2(vm);
+    if (vm.count("plan-digest")) bad_input("--plan-digest is for --kernel v2 (kernel v1's replay token carries its plan's digest)");
     // every output path checked before any work; the outputs are written at the end, as one set
     check_outputs({{"-o", a.out}, {"--timeline", a.timeline}, {"--trace", a.trace}, {"--envelope-out", a.env_out}},
                   {{"FIXTURE", a.fixture}, {"--envelope-in", a.env_in}, {"--plan", a.plan_file}});

@@ -1,5 +1,5 @@
-// `monokda emulate --kernel v2` (cli/cmd_emulate_v2.hpp): the fixture, schedule, fault and detector
-// options of emulate as kernel v2's in_proj takes them, one run's report or a sweep's summary.
+// `monokda emulate --kernel v2` (cli/cmd_emulate_v2.hpp): the fixture, plan file, schedule, fault and
+// detector options of emulate as kernel v2's in_proj takes them, one run's report or a sweep's summary.
 #include "cli/cmd_emulate_v2.hpp"
 
 #include <chrono>
@@ -15,13 +15,13 @@ using namespace monokda::emu;
 
 int emulate_v2(const po::variables_map& vm) {
     static const char* kTaken[] = {"fixture", "config", "R", "L", "nb", "fixture-seed", "schedule", "seed",
-                                   "inject", "detectors-off", "sweep", "kernel"};
+                                   "inject", "detectors-off", "sweep", "kernel", "plan", "plan-digest"};
     for (const auto& [name, value] : vm) {
         bool taken = false;
         for (const char* t : kTaken) taken |= name == t;
         if (!taken && !value.defaulted())
             bad_input("--" + name + " is not for --kernel v2 (it takes FIXTURE, --config, --R, --L, --nb, --fixture-seed, "
-                      "--schedule, --seed, --inject, --detectors-off, --sweep)");
+                      "--plan, --plan-digest, --schedule, --seed, --inject, --detectors-off, --sweep)");
     }
     V2EmulateOptions o;
     if (vm.count("fixture")) {
@@ -35,6 +35,19 @@ int emulate_v2(const po::variables_map& vm) {
     o.fixture.L = vm["L"].as<int>();
     o.fixture.nb = vm["nb"].as<int>();
     o.fixture.seed = vm["fixture-seed"].as<uint64_t>();
+    if (vm.count("plan-digest") && !vm.count("plan")) bad_input("--plan-digest is the digest of a --plan file: give --plan FILE too");
+    if (vm.count("plan")) {  // the plan file's: the plan, and the built-in fixture's preset and shape
+        for (const char* k : {"config", "R", "L", "nb"})
+            if (!vm[k].defaulted())
+                bad_input(std::string("--") + k + " describes the plan built for the fixture; --plan gives the plan (and its config, R, L, nb)");
+        o.plan_file = vm["plan"].as<std::string>();
+        check_outputs({}, {{"--plan", o.plan_file}});
+        o.plan = std::make_shared<const PlanV2>(PlanV2::read_json(o.plan_file));
+        const Config& c = o.plan->config();
+        o.fixture.preset = matching_preset(c, o.fixture.file.empty());
+        o.fixture.R = c.R, o.fixture.L = c.L, o.fixture.nb = c.nb;
+        if (vm.count("plan-digest")) o.plan_digest = vm["plan-digest"].as<std::string>();
+    }
     if (o.fixture.file.empty()) Config::preset(o.fixture.preset);  // BadInput for an unknown preset, before any work
     o.schedule = Schedule::parse(vm["schedule"].as<std::string>());
     o.schedule.seed = vm["seed"].as<uint64_t>();

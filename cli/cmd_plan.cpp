@@ -1,11 +1,12 @@
 // `monokda plan`: the built-in plan as a plan file (docs/plan-file.md), `monokda plan --kernel v2`: kernel
-// v2's in_proj plan as JSON (docs/plan.md), and `monokda plan check FILE`: a plan file's structural
-// checks alone (no fixture, no run).
+// v2's in_proj plan as a plan file (docs/plan.md), and `monokda plan check FILE`: a plan file's checks
+// alone (no fixture, no run), kernel v1's or v2's as the file's format says.
 #include <iostream>
 #include <stdexcept>
 
 #include "cli/options.hpp"
 #include "core/atomic_write.hpp"
+#include "core/input_file.hpp"
 #include "core/plan_v2.hpp"
 #include "emulator/emulate.hpp"
 
@@ -13,16 +14,37 @@ namespace monokda::cli {
 
 namespace {
 
+// A kernel v2 plan file's checks (PlanV2::problems, as a built plan's): exit 0 sound, 1 problems.
+int plan_check_v2(const PlanV2& p, const std::string& file) {
+    const Config& c = p.config();
+    const PlanV2Params& pp = p.params();
+    std::cout << file << ": kernel v2 in_proj, " << pp.clusters << " clusters of " << pp.ranks << " (" << p.ctas() << " CTAs), "
+              << p.units.size() << " units, for D " << c.D << ", N " << c.N << ", R " << c.R << ", L " << c.L << ", nb " << c.nb << "; "
+              << (p.has_seam() ? "the seam computes x" : "x an input") << "\n";
+    const auto probs = p.problems();
+    if (probs.empty()) {
+        std::cout << "plan sound: all " << PlanV2::check_names().size() << " checks pass\n";
+        return 0;
+    }
+    std::cout << probs.size() << " problem(s):\n";
+    for (const auto& x : probs) std::cout << "  " << x.check << ": " << x.what << "\n";
+    return 1;
+}
+
 int plan_check(const Args& args) {
     po::options_description opts("monokda plan check");
     std::string file;
-    opts.add_options()("file", po::value(&file), "the plan file");
+    opts.add_options()("file", po::value(&file),
+                       "the plan file: kernel v1's, or kernel v2's (its format monokda-plan-v2); exit 0 sound, 1 problems found, "
+                       "2 a malformed file");
     po::positional_options_description pos;
     pos.add("file", 1);
     po::variables_map vm;
     if (!parse_args(args, "monokda plan check FILE", opts, pos, vm)) return 0;
     if (file.empty()) bad_input("plan check needs a FILE (usage: monokda plan check FILE)");
-    const Plan p = Plan::read_json(file);
+    const std::string text = read_text_file(file, size_t(256) << 20, "plan file");
+    if (plan_file_format(text, file) == kPlanV2Format) return plan_check_v2(PlanV2::from_json(text, file), file);
+    const Plan p = Plan::from_json(text, file);
     const Config& c = p.config();
     std::cout << file << ": " << (p.name().empty() ? "" : p.name() + ", ") << p.blocks() << " CTAs for D " << c.D << ", H " << c.H
               << ", R " << c.R << ", L " << c.L << ", nb " << c.nb << "; target " << p.target().name << " ("
@@ -70,7 +92,9 @@ int cmd_plan(const Args& args) {
         ("blocks", po::value(&blocks)->default_value(0), "CTAs in the launch (default: 132 for k3, 24 for small)")
         ("gemv-bands", po::value(&gemv)->default_value("auto"), "who runs the in_proj bands: auto | spec | every (as emulate)")
         ("amd", "an AMD part: in-order load retirement, CTAs in index order")
-        ("kernel", po::value(&kernel)->default_value("v1"), "the kernel whose plan: v1 | v2 (kernel v2's in_proj, docs/plan.md)")
+        ("kernel", po::value(&kernel)->default_value("v1"),
+         "the kernel whose plan: v1 | v2 (kernel v2's in_proj, docs/plan.md; `plan check` and `emulate --kernel v2 --plan` read "
+         "the file back)")
         ("name", po::value<std::string>(), "the plan's name in the file")
         ("output,o", po::value(&out), "the plan file to write");
     po::positional_options_description pos;

@@ -98,12 +98,24 @@ Plan builtin_plan(const Config& cfg, int blocks, GemvBands bands, bool amd) {
     return p;
 }
 
-std::string plan_digest(const Plan& p) {
+std::string text_digest(const std::string& text) {
     uint64_t h = 1469598103934665603ull;
-    for (unsigned char ch : p.to_json(false)) h = (h ^ ch) * 1099511628211ull;
+    for (unsigned char ch : text) h = (h ^ ch) * 1099511628211ull;
     char b[17];
     std::snprintf(b, sizeof b, "%016llx", (unsigned long long)h);
     return b;
+}
+
+std::string plan_digest(const Plan& p) { return text_digest(p.to_json(false)); }
+
+void require_plan_shape(const Config& a, const Config& b) {
+    const std::pair<const char*, std::pair<int, int>> dims[] = {
+        {"D", {a.D, b.D}}, {"H", {a.H, b.H}}, {"K", {a.K, b.K}}, {"V", {a.V, b.V}}, {"F", {a.F, b.F}},
+        {"N", {a.N, b.N}}, {"W", {a.W, b.W}}, {"R", {a.R, b.R}}, {"L", {a.L, b.L}}, {"nb", {a.nb, b.nb}}};
+    for (const auto& [name, v] : dims)
+        if (v.first != v.second)
+            bad_input("the plan is for " + std::string(name) + " = " + std::to_string(v.first) + ", the fixture has " +
+                      std::string(name) + " = " + std::to_string(v.second));
 }
 
 StepInputs FixtureSpec::inputs() const {
@@ -123,14 +135,7 @@ Prepared prepare(const EmulateOptions& o, int steps) {
     StepInputs fixture_in = o.fixture.inputs();
     p.seconds_fixture = since(t0);
     if (o.plan) {
-        const Config &a = o.plan->config(), &b = fixture_in.cfg;
-        const std::pair<const char*, std::pair<int, int>> dims[] = {
-            {"D", {a.D, b.D}}, {"H", {a.H, b.H}}, {"K", {a.K, b.K}}, {"V", {a.V, b.V}}, {"F", {a.F, b.F}},
-            {"N", {a.N, b.N}}, {"W", {a.W, b.W}}, {"R", {a.R, b.R}}, {"L", {a.L, b.L}}, {"nb", {a.nb, b.nb}}};
-        for (const auto& [name, v] : dims)
-            if (v.first != v.second)
-                bad_input("the plan is for " + std::string(name) + " = " + std::to_string(v.first) + ", the fixture has " +
-                          std::string(name) + " = " + std::to_string(v.second));
+        require_plan_shape(o.plan->config(), fixture_in.cfg);
         if (!o.plan->products_match()) {
             std::string first;
             for (const auto& l : o.plan->structural_problems())

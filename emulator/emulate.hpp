@@ -54,6 +54,10 @@ struct EmulateOptions {
 Plan builtin_plan(const Config& cfg, int blocks, GemvBands bands, bool amd);
 // A plan's digest as the replay token names it: FNV-1a 64 of its file text, 16 hex digits.
 std::string plan_digest(const Plan& p);
+std::string text_digest(const std::string& text);  // FNV-1a 64 of text, 16 hex digits (plan_digest's)
+// BadInput naming the first model or step dim (D, H, K, V, F, N, W, R, L, nb) in which a given plan's
+// config and the fixture's differ.
+void require_plan_shape(const Config& plan, const Config& fixture);
 
 // The replay token of a run: emulator/replay_token.hpp.
 

@@ -1,5 +1,6 @@
-// `monokda emulate --kernel v2` as a library (emulator/v2/emulate_v2.hpp): the prepared fixture, the
-// run of kernel v2's in_proj plan, its judgement and its report.
+// `monokda emulate --kernel v2` as a library (emulator/v2/emulate_v2.hpp): the prepared fixture (with
+// the plan built for it or a given one), the run of kernel v2's in_proj plan, its judgement and its
+// report.
 #include "emulator/v2/emulate_v2.hpp"
 
 #include <chrono>
@@ -44,15 +45,42 @@ std::string first_difference(const V2Prepared& p, const V2EmulateResult& r, std:
            std::to_string(r.run.proj.size()) + " elements differ";
 }
 
+// What the machine holds for a plan, roughly: each CTA's ring, receive slots, sums and seam values.
+double machine_bytes(const PlanV2& p) {
+    const double S = p.config().S(), R = p.params().ranks, cols = p.slice_cols(), src = p.config().nb + 1;
+    double b = 0;
+    for (int k = 0; k < p.ctas(); ++k)
+        b += double(p.rings[size_t(k)].depth) * p.rings[size_t(k)].slot_bytes + 4 * S * (p.params().recv_slots * R * kV2OwnerRows + 12 * kV2TileRows) +
+             (p.has_seam() ? 4 * S * (src * cols * 2 + 2 * cols + src * p.seam_slices() * 2) : 0);
+    return b;
+}
+
 }  // namespace
+
+std::string plan_digest(const PlanV2& p) { return text_digest(p.to_json(false)); }
 
 V2Prepared prepare_v2(const V2EmulateOptions& o) {
     V2Prepared p;
     p.fixture = o.fixture;
+    if (o.plan) {  // the given plan's digest before any work
+        p.plan_file = o.plan_file;
+        p.plan_digest = plan_digest(*o.plan);
+        if (!o.plan_digest.empty() && o.plan_digest != p.plan_digest)
+            bad_input("--plan-digest " + o.plan_digest + ": the plan " + (o.plan_file.empty() ? std::string() : o.plan_file + " ") + "has digest " +
+                      p.plan_digest + " (the file is not the one the replay line was printed for)");
+        if (const double gib = machine_bytes(*o.plan) / double(1 << 30); gib > 16)
+            bad_input("emulate --kernel v2: the plan's machine would hold about " + std::to_string(int(gib)) + " GiB (its CTAs' rings, "
+                      "receive slots and sums), over 16");
+    }
     auto t0 = std::chrono::steady_clock::now();
     const StepInputs in = o.fixture.inputs();
     p.seconds_fixture = since(t0);
-    p.plan = PlanV2::build(in.cfg, PlanV2Params::for_config(in.cfg));
+    if (o.plan) {
+        require_plan_shape(o.plan->config(), in.cfg);
+        p.plan = *o.plan;
+    } else {
+        p.plan = PlanV2::build(in.cfg, PlanV2Params::for_config(in.cfg));
+    }
     t0 = std::chrono::steady_clock::now();
     std::vector<bf16> prefix_out, blocks;
     ref::attnres<float>(in, p.plan.reduction_order(), prefix_out, blocks, p.x);  // x, in the seam's order where it has one
@@ -66,12 +94,15 @@ V2Prepared prepare_v2(const V2EmulateOptions& o) {
     return p;
 }
 
-std::string v2_replay(const V2EmulateOptions& o) {
+std::string v2_replay(const V2Prepared& prep, const V2EmulateOptions& o) {
     const FixtureSpec& f = o.fixture;
-    std::string s = "monokda emulate --kernel v2" +
-                    (f.file.empty() ? " --config " + f.preset + " --R " + std::to_string(f.R) + " --L " + std::to_string(f.L) +
-                                          " --nb " + std::to_string(f.nb) + " --fixture-seed " + std::to_string(f.seed)
-                                    : " " + f.file) +
+    // a given plan names its shape: the built-in fixture then takes only its seed
+    const std::string plan = prep.plan_digest.empty() ? "" : " --plan " + (prep.plan_file.empty() ? "PLAN_FILE" : prep.plan_file) +
+                                                                 " --plan-digest " + prep.plan_digest;
+    const std::string shape = plan.empty() ? " --config " + f.preset + " --R " + std::to_string(f.R) + " --L " + std::to_string(f.L) +
+                                                 " --nb " + std::to_string(f.nb)
+                                           : "";
+    std::string s = "monokda emulate --kernel v2" + plan + (f.file.empty() ? shape + " --fixture-seed " + std::to_string(f.seed) : " " + f.file) +
                     " --schedule " + o.schedule.str() + " --seed " + std::to_string(o.schedule.seed);
     if (o.fault != Fault::none) s += std::string(" --inject ") + to_string(o.fault);
     if (!o.detectors.all()) s += " --detectors-off " + o.detectors.off_str();
@@ -119,6 +150,9 @@ V2EmulateResult emulate_v2(const V2Prepared& prep, const V2EmulateOptions& o) {
                     std::to_string(p.ctas()) + " CTAs), " + std::to_string(p.units.size()) + " units, rings of " +
                     std::to_string(pp.ring_depth) + " x " + std::to_string(p.rings[0].slot_bytes) + " bytes (" +
                     std::to_string(pp.in_flight) + " in flight), " + std::to_string(pp.recv_slots) + " receive slots\n";
+    if (!prep.plan_digest.empty())
+        s += "plan: " + (prep.plan_file.empty() ? std::string("a given plan") : prep.plan_file) + " (digest " + prep.plan_digest +
+             "), as the file gives its tables and programs\n";
     s += "prepared: fixture " + secs(prep.seconds_fixture) + " s, x and the reference proj in in_proj=" + order + " " +
          secs(prep.seconds_reference) + " s\n";
     s += "schedule " + o.schedule.str() + " seed " + std::to_string(o.schedule.seed) + ", fault " + to_string(o.fault) +
@@ -135,7 +169,7 @@ V2EmulateResult emulate_v2(const V2Prepared& prep, const V2EmulateOptions& o) {
         s += std::string("caught by: ") + to_string(r.run.detector) + " (" + info(r.run.detector).what + ")\n" + r.run.detail + "\n";
         if (!r.run.history.empty()) s += "last events:\n" + r.run.history;
     }
-    s += "replay: " + v2_replay(o) + "\n";
+    s += "replay: " + v2_replay(prep, o) + "\n";
     r.report = s;
     return r;
 }

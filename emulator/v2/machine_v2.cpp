@@ -58,9 +58,14 @@ Machine::Machine(const PlanV2& p, const std::vector<bf16>& x, const std::vector<
         cs.recv.assign(size_t(slots), blank), cs.free.assign(size_t(slots), blank);
         cs.pair.assign(size_t(kV2UnitTiles), blank);
         for (MBar& b : cs.pair) b.made = true, b.count = b.pending = 2;  // bar.sync of the tile's 64 threads
+        // a slot holds what its chunks' products read, where a file's chunk is larger than its slot
+        // (the check chunks_match_units names it)
+        int64_t slot_bytes = std::max(0, ring.slot_bytes);
+        for (const V2Chunk& ch : p.chunks[size_t(k)])
+            slot_bytes = std::max<int64_t>(slot_bytes, int64_t(ch.ksteps) * p.units[size_t(ch.unit)].tiles * kV2TileBytes);
         cs.ring.resize(size_t(d));
         for (RingSlot& rs : cs.ring) {
-            rs.bytes.assign(size_t(std::max(0, ring.slot_bytes)) / 2, 0);
+            rs.bytes.assign(size_t(slot_bytes) / 2, 0);
             rs.freed.assign(size_t(kV2Consumers), -1);
             rs.free_clock.assign(size_t(kV2Consumers), 0);
         }
@@ -70,8 +75,13 @@ Machine::Machine(const PlanV2& p, const std::vector<bf16>& x, const std::vector<
         cs.red.assign(size_t(kV2UnitTiles), std::vector<float>(size_t(kV2TileRows) * size_t(S_), 0.f));
         cs.seam.assign(size_t(V2SeamBar::count), blank);
         if (p.has_seam()) {
+            // the part hand-offs into the CTA are of the rows the owner table gives its rank, where a file's
+            // seam entry says otherwise (the check seam_owners names it)
+            size_t own = size_t(std::max(0, p.seam_ctas[size_t(k)].rows_owned)), given = 0;
+            for (int32_t o : p.seam_owner) given += o == p.rank_of(k);
+            own = std::max(own, given);
             const size_t src = size_t(c.nb) + 1, cols = size_t(p.slice_cols()), rs = size_t(p.seam_rank_slices()),
-                         sl = size_t(p.seam_slices()), rows = size_t(S_), own = size_t(p.seam_ctas[size_t(k)].rows_owned);
+                         sl = size_t(p.seam_slices()), rows = size_t(S_);
             cs.src.assign(rows * src * cols, 0.f), cs.wq.assign(cols, 0.f), cs.nw.assign(cols, 0.f);
             cs.my_part.assign(rows * src * rs * 2, 0.f), cs.my_wgt.assign(rows * (src + 1), 0.f), cs.my_msq.assign(rows * rs, 0.f);
             cs.part.assign(own * src * sl * 2, 0.f), cs.wgt.assign(rows * (src + 1), 0.f), cs.msq.assign(rows * sl, 0.f);
