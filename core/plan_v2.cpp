@@ -4,6 +4,7 @@
 #include "core/plan_v2.hpp"
 
 #include <algorithm>
+#include <tuple>
 
 #include "core/error.hpp"
 #include "core/shape.hpp"
@@ -91,17 +92,37 @@ PlanV2 PlanV2::build(const Config& cfg, const PlanV2Params& params) {
     return p;
 }
 
-// 64-row blocks round-robin over the clusters (as many whole rounds as there are), then the tail's
-// 16-row tiles one by one, so every cluster has nearly as many tiles as the next; each cluster's
-// tiles in order, cut into units of four (the last shorter).
+int v2_row_head(const Config& c, int row) {
+    const int E = c.E();
+    if (row >= 4 * E) return -1;  // f_a, beta, pad
+    if (row >= 3 * E) return c.H;  // g
+    const int part = row / E;      // q | k | v
+    return (row - part * E) / (part < 2 ? c.K : c.V);
+}
+
+// f_a, beta and the pad first (every head's gate and beta need them), then q, k, v head by head, g
+// last (only the gated norm needs it, after the recurrence), so that a head's rows are done while
+// later heads stream.
+std::vector<int> v2_head_order_tiles(const Config& c) {
+    auto key = [&](int row0) { return std::make_tuple(v2_row_head(c, row0), row0 / c.E(), row0); };
+    std::vector<int> t;
+    for (int row = 0; row < c.N; row += kV2TileRows) t.push_back(row);
+    std::stable_sort(t.begin(), t.end(), [&](int a, int b) { return key(a) < key(b); });
+    return t;
+}
+
+// The tiles in head order, in 64-row blocks round-robin over the clusters (as many whole rounds as
+// there are), then the last tiles one by one, so every cluster has nearly as many tiles as the next
+// and every cluster is at the same head at the same time; each cluster's tiles in order, cut into
+// units of four (the last shorter).
 void PlanV2::deal_units() {
     const int C = params_.clusters, per_block = params_.block_rows / kV2TileRows;
+    const std::vector<int> order = v2_head_order_tiles(cfg_);
     std::vector<std::vector<int>> tiles(static_cast<size_t>(C));
     const int blocks = cfg_.N / params_.block_rows / C * C;
     for (int b = 0; b < blocks; ++b)
-        for (int k = 0; k < per_block; ++k) tiles[size_t(b % C)].push_back(b * params_.block_rows + kV2TileRows * k);
-    int g = 0;
-    for (int row = blocks * params_.block_rows; row < cfg_.N; row += kV2TileRows, ++g) tiles[size_t(g % C)].push_back(row);
+        for (int k = 0; k < per_block; ++k) tiles[size_t(b % C)].push_back(order[size_t(b * per_block + k)]);
+    for (size_t i = size_t(blocks * per_block), g = 0; i < order.size(); ++i, ++g) tiles[g % size_t(C)].push_back(order[i]);
     units.clear();
     cluster_first.clear();
     for (int c = 0; c < C; ++c) {

@@ -314,6 +314,12 @@ private:
     PlanV2Params params_;
 };
 
+// What row `row` of in_proj is for, in the order v2 deals its tiles: -1 f_a, beta or the pad; h, q,
+// k or v of head h; H, g. The tiles' first rows in that order (f_a, beta, pad; q, k, v of head 0,
+// then head 1, ...; g), each group in row order.
+int v2_row_head(const Config& c, int row);
+std::vector<int> v2_head_order_tiles(const Config& c);
+
 // Element e (0..7) of lane `lane`'s m16n8k16 A fragment, as (row, column) of the 16 × 16 tile: lane
 // 4g + c holds rows g and g + 8 of columns 2c, 2c + 1, 2c + 8 and 2c + 9 (the packed weight's order).
 inline void v2_fragment_element(int lane, int e, int& row, int& col) {

@@ -39,7 +39,9 @@
 //            kernel v1's order on every cluster, prefix_out exact, proj from it; x's ready time and the
 //            step's end against x loaded, at S = 1, 4, 16; each stage's values against the host's.
 //   seamcheck  seam's checks alone, without the timing (for compute-sanitizer).
-// Usage: monokda-v2-inproj-probe [residency|rate|tune|inproj|ab|delay|trace|check|seam|seamcheck|all] [REPS]
+//   heads    when the rows of f_a and beta, of each head's q, k, v, and of g are done (the units are
+//            dealt in head order), at S = 1, 4, 16, x loaded and from the seam.
+// Usage: monokda-v2-inproj-probe [residency|rate|tune|inproj|ab|delay|trace|check|seam|seamcheck|heads|all] [REPS]
 #include "bench/probes/probe_util.hpp"
 #include "bench/probes/v2_inproj_kernel.cuh"
 #include "bench/probes/v2_inproj_tables.cuh"
@@ -458,7 +460,8 @@ int check_mode(Device& d, const Case* settings) {
 }
 
 
-#include "bench/probes/v2_seam_mode.cuh"  // seam_mode, on the harness above
+#include "bench/probes/v2_seam_mode.cuh"   // seam_mode, on the harness above
+#include "bench/probes/v2_heads_mode.cuh"  // heads_mode, on both
 
 }  // namespace
 
@@ -551,6 +554,7 @@ int main(int argc, char** argv) {
     }
     if (mode == "seam" || mode == "all") rc |= seam_mode(d, reps, true);
     if (mode == "seamcheck") rc |= seam_mode(d, reps, false);
+    if (mode == "heads" || mode == "all") rc |= heads_mode(d, reps);
     if (mode == "check" || mode == "all") {
         rc |= check_mode(d, best);
         Case first[4];

@@ -35,12 +35,30 @@ bool has_wait(const std::vector<V2Wait>& w, V2Bar kind, int cta, int index, int 
 
 }  // namespace
 
-TEST_CASE("the production plan's units: 64-row blocks round-robin over the clusters, then the tail's tiles one by one") {
+TEST_CASE("the production plan's units: the tiles in head order, 64-row blocks round-robin over the clusters, then the last tiles one by one") {
     const PlanV2 p = plan_for("k3");
     REQUIRE(p.ctas() == 120);
     REQUIRE(p.cluster_first.size() == 16);
-    // 98 blocks of 64 rows: 90 in six whole rounds (rows 0..5759), then 33 tail tiles from row 5760, so
-    // clusters 0..2 get three tail tiles (27 tiles, the last unit of 3), the others two (26, the last of 2)
+    // head order, worked out by hand: f_a's 8 tiles (rows 6144..), beta and the pad (6272), then head
+    // h's q (128h ..), k (1536 + 128h ..), v (3072 + 128h ..), 24 tiles a head, then g's 96 (4608 ..)
+    auto in_order = [](int n) {
+        if (n < 8) return 6144 + 16 * n;
+        if (n == 8) return 6272;
+        if (n < 297) {
+            const int h = (n - 9) / 24, j = (n - 9) % 24;
+            return 1536 * (j / 8) + 128 * h + 16 * (j % 8);
+        }
+        return 4608 + 16 * (n - 297);
+    };
+    const std::vector<int> order = v2_head_order_tiles(p.config());
+    REQUIRE(order.size() == 393);
+    for (int n = 0; n < 393; ++n) CHECK(order[size_t(n)] == in_order(n));
+    CHECK(v2_row_head(p.config(), 6272) == -1);
+    CHECK(v2_row_head(p.config(), 3072 + 128 * 5 + 7) == 5);  // v of head 5
+    CHECK(v2_row_head(p.config(), 4608) == 12);                // g
+    // 98 blocks of 64 rows: 90 in six whole rounds (order 0..359), then the last 33 tiles (g's from
+    // row 5616) one by one, so clusters 0..2 get three of them (27 tiles, the last unit of 3), the
+    // others two (26, the last of 2)
     for (int c = 0; c < 15; ++c) {
         CAPTURE(c);
         REQUIRE(p.cluster_first[size_t(c) + 1] - p.cluster_first[size_t(c)] == 7);
@@ -48,15 +66,22 @@ TEST_CASE("the production plan's units: 64-row blocks round-robin over the clust
             const V2Unit& u = p.units[size_t(p.cluster_first[size_t(c)] + i)];
             CHECK(u.cluster == c);
             CHECK(u.tiles == 4);
-            for (int k = 0; k < 4; ++k) CHECK(u.row0[k] == 64 * (c + 15 * i) + 16 * k);
+            for (int k = 0; k < 4; ++k) CHECK(u.row0[k] == in_order(4 * (c + 15 * i) + k));
         }
         const V2Unit& last = p.units[size_t(p.cluster_first[size_t(c)] + 6)];
         CHECK(last.tiles == (c < 3 ? 3 : 2));
-        CHECK(last.row0[0] == 5760 + 16 * c);
-        CHECK(last.row0[1] == 5760 + 16 * (c + 15));
-        CHECK(last.row0[2] == (c < 3 ? 5760 + 16 * (c + 30) : -1));
+        CHECK(last.row0[0] == 5616 + 16 * c);
+        CHECK(last.row0[1] == 5616 + 16 * (c + 15));
+        CHECK(last.row0[2] == (c < 3 ? 5616 + 16 * (c + 30) : -1));
         CHECK(last.row0[3] == -1);
     }
+    const V2Unit& f_a = p.units[0];  // cluster 0's first unit: f_a's first 64 rows
+    CHECK(f_a.row0[0] == 6144);
+    CHECK(f_a.row0[3] == 6192);
+    const V2Unit& beta_q0 = p.units[size_t(p.cluster_first[2])];  // beta and the pad, then head 0's first q rows
+    CHECK(beta_q0.row0[0] == 6272);
+    CHECK(beta_q0.row0[1] == 0);
+    CHECK(beta_q0.row0[3] == 32);
 }
 
 TEST_CASE("the production plan's runs: a CTA's its cluster's tiles x 56 k-steps x 512 bytes, back to back, the weight once") {
@@ -88,13 +113,14 @@ TEST_CASE("the packed weight: A fragments lane by lane, [k-step][tile], the same
     // lane 4g + q holds rows g, g, g+8, g+8, g, g, g+8, g+8 of columns 2q, 2q+1, 2q, 2q+1, 2q+8, 2q+9, 2q+8, 2q+9
     const int lane0[8][2] = {{0, 0}, {0, 1}, {8, 0}, {8, 1}, {0, 8}, {0, 9}, {8, 8}, {8, 9}};
     const int lane5[8][2] = {{1, 2}, {1, 3}, {9, 2}, {9, 3}, {1, 10}, {1, 11}, {9, 10}, {9, 11}};
+    const int r0 = 256;  // unit 0's first tile, in head order: f_a's rows 256..271, then beta's 272..
     for (int e = 0; e < 8; ++e) {
-        CHECK(at(size_t(e)) == std::make_pair(lane0[e][0], lane0[e][1]));
-        CHECK(at(size_t(5 * 8 + e)) == std::make_pair(lane5[e][0], lane5[e][1]));
+        CHECK(at(size_t(e)) == std::make_pair(r0 + lane0[e][0], lane0[e][1]));
+        CHECK(at(size_t(5 * 8 + e)) == std::make_pair(r0 + lane5[e][0], lane5[e][1]));
     }
-    CHECK(at(256) == std::make_pair(16, 0));       // tile 1 of k-step 0 (unit 0's rows 16..31)
-    CHECK(at(4 * 256) == std::make_pair(0, 16));   // k-step 1, tile 0
-    CHECK(at(size_t(p.run_offset[1]) / 2) == std::make_pair(0, 128));  // rank 1's slice starts at column 128
+    CHECK(at(256) == std::make_pair(272, 0));      // tile 1 of k-step 0 (unit 0's rows 272..287)
+    CHECK(at(4 * 256) == std::make_pair(r0, 16));  // k-step 1, tile 0
+    CHECK(at(size_t(p.run_offset[1]) / 2) == std::make_pair(r0, 128));  // rank 1's slice starts at column 128
     std::vector<int> seen(rows.size(), 0);
     for (size_t i = 0; i < pr.size(); ++i) ++seen[size_t(pr[i]) * size_t(c.D) + pc[i]];
     CHECK(std::count(seen.begin(), seen.end(), 1) == long(seen.size()));
@@ -123,12 +149,15 @@ TEST_CASE("the packed weight: A fragments lane by lane, [k-step][tile], the same
 }
 
 TEST_CASE("the small plan: units, chunks, owners and frees as worked out by hand") {
-    const PlanV2 p = plan_for("small");  // N 288: 18 tiles, 4 blocks of 64 rows and 2 tail tiles over 2 clusters
+    // N 288 (q 0, k 64, v 128, g 192, f_a 256, beta 272 and the pad): 18 tiles in head order (f_a,
+    // beta; head 0's q 0, 16, k 64, 80, v 128, 144; head 1's; g's 4), 4 blocks of 64 rows and the last
+    // 2 tiles over 2 clusters
+    const PlanV2 p = plan_for("small");
     REQUIRE(p.ctas() == 16);
     REQUIRE(p.units.size() == 6);
     CHECK(p.cluster_first == std::vector<int32_t>{0, 3, 6});
-    const int rows[6][4] = {{0, 16, 32, 48}, {128, 144, 160, 176}, {256, -1, -1, -1},
-                            {64, 80, 96, 112}, {192, 208, 224, 240}, {272, -1, -1, -1}};
+    const int rows[6][4] = {{256, 272, 0, 16}, {32, 48, 96, 112}, {224, -1, -1, -1},
+                            {64, 80, 128, 144}, {160, 176, 192, 208}, {240, -1, -1, -1}};
     for (int u = 0; u < 6; ++u)
         for (int k = 0; k < 4; ++k) CHECK(p.units[size_t(u)].row0[k] == rows[u][k]);
     // D 256 over 8 ranks: 2 k-steps a slice, one chunk a unit; ring of 2: chunk 2 refills slot 0
@@ -147,7 +176,7 @@ TEST_CASE("the small plan: units, chunks, owners and frees as worked out by hand
     for (size_t e = 0; e < p.recvs.size(); ++e)
         if (p.recvs[e].unit == 2) {
             ++seen;
-            CHECK(p.recvs[e].row0 == 256 + 8 * p.recvs[e].owner);
+            CHECK(p.recvs[e].row0 == 224 + 8 * p.recvs[e].owner);
             CHECK(p.recvs[e].slot == 0);
             CHECK(p.recvs[e].round == 1);
             CHECK(p.frees[e].count == (p.recvs[e].owner == 0 ? 7 : 1));
@@ -194,7 +223,7 @@ TEST_CASE("the small plan's waits: ring refills, the in-flight cap, receive slot
     const auto& rp = p.programs[size_t(red)];
     REQUIRE(rp.size() == 2 + 2 * 3);
     CHECK(has_wait(p.waits(red, 5), V2Bar::recv, 0, 0, 1));
-    CHECK(p.describe(rp[5]) == "REDUCE(unit 2, rows 256..263, slot 0)");
+    CHECK(p.describe(rp[5]) == "REDUCE(unit 2, rows 224..231, slot 0)");
     // rank 2 owns rows in units 0 and 1 only
     CHECK(p.programs[size_t(PlanV2::proc(p.cta(0, 2), V2Role::reducer))].size() == 2 + 2 * 2);
 }

@@ -36,8 +36,8 @@ struct Plant {
 
 const std::vector<Plant>& plants() {
     static const std::vector<Plant> list = {
-        // a tile's rows moved onto another's (its owners moved with it): rows 0..15 in no unit, 16..31 in two
-        {"units_cover_rows", "in_proj rows 0..15 are in 0 units",
+        // a tile's rows moved onto another's (its owners moved with it): rows 256..271 in no unit, 16..31 in two
+        {"units_cover_rows", "in_proj rows 256..271 are in 0 units",
          [](PlanV2& p) {
              p.units[0].row0[0] = 16;
              p.recvs[recv_of(p, 0, 0)].row0 = 16;
@@ -54,7 +54,7 @@ const std::vector<Plant>& plants() {
         {"recv_senders", "has partials from 7 of 8 ranks", [](PlanV2& p) {
              p.partials[1].sender = 0;  // rank 1's SEND now names a partial of rank 0
          }},
-        {"owners_publish_rows", "publishes rows 8..; owner rank 0 of unit 0 owns 0..", [](PlanV2& p) { p.recvs[0].row0 = 8; }},
+        {"owners_publish_rows", "publishes rows 264..; owner rank 0 of unit 0 owns 256..", [](PlanV2& p) { p.recvs[0].row0 = 264; }},
         {"recv_slot_rounds", "is slot 0 round 2; unit 2 of its cluster takes slot 0 round 1", [](PlanV2& p) { p.recvs[recv_of(p, 2, 0)].round = 2; }},
         {"free_counts", "arrive 9 times on each free barrier", [](PlanV2& p) { p.frees[0].count += 1; }},
         // cluster 0's entry barrier a CTA barrier (as the emulator's missing_cluster_barrier fault)

@@ -50,12 +50,13 @@ TEST_CASE("the flat table: the header's counts, words where worked out by hand, 
     const size_t hw = sizeof(PlanV2Header) / 4;
     CHECK(hw == 26);
     CHECK(std::vector<int32_t>(w.begin() + long(hw), w.begin() + long(hw) + 3) == std::vector<int32_t>{0, 3, 6});  // cluster_first
-    CHECK(w[hw + 3] == 0);  // unit 0: cluster 0, 4 tiles, rows 0, 16, 32, 48
+    CHECK(w[hw + 3] == 0);  // unit 0: cluster 0, 4 tiles, rows 256, 272, 0, 16 (head order: f_a, beta, head 0's q)
     CHECK(w[hw + 4] == 4);
-    CHECK(w[hw + 8] == 48);
-    // unit 2, the short one: 1 tile, row 256, then -1 past it
+    CHECK(w[hw + 5] == 256);
+    CHECK(w[hw + 8] == 16);
+    // unit 2, the short one: 1 tile, row 224 (g's third), then -1 past it
     CHECK(std::vector<int32_t>(w.begin() + long(hw + 3 + 2 * 6), w.begin() + long(hw + 3 + 3 * 6)) ==
-          std::vector<int32_t>{0, 1, 256, -1, -1, -1});
+          std::vector<int32_t>{0, 1, 224, -1, -1, -1});
     // the run offsets follow the 6 units: CTA 1's run starts after cluster 0's 9 tiles × 2 k-steps × 512 bytes
     const PlanV2Layout L = v2_layout(h);
     CHECK(L.cluster_first == 26);

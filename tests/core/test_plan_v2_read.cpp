@@ -183,7 +183,7 @@ TEST_CASE("an edited file's wrong table is named by the check it reaches") {
     };
     const std::vector<Edit> edits = {
         // a tile's rows moved onto another's (its owners' rows with it)
-        {"units_cover_rows", "in_proj rows 0..15 are in 0 units",
+        {"units_cover_rows", "in_proj rows 256..271 are in 0 units",
          [&](json& j) {
              j["units"][0]["tile_rows"][0] = 16;
              j["cluster_buffers"][buffer(j, 0, 0)]["rows"] = {16, 23};
@@ -198,7 +198,7 @@ TEST_CASE("an edited file's wrong table is named by the check it reaches") {
         {"recv_bytes", "partial 3 is 255 bytes, not 256", [](json& j) { j["cluster_buffers"][0]["senders"][3]["bytes"] = 255; }},
         {"recv_bytes", "completes on 1792 bytes; its senders send 2048", [](json& j) { j["cluster_buffers"][0]["bytes"] = 1792; }},
         {"recv_senders", "has partials from 7 of 8 ranks", [](json& j) { j["cluster_buffers"][0]["senders"][1]["rank"] = 0; }},
-        {"owners_publish_rows", "publishes rows 8..; owner rank 0 of unit 0 owns 0..", [](json& j) { j["cluster_buffers"][0]["rows"] = {8, 15}; }},
+        {"owners_publish_rows", "publishes rows 264..; owner rank 0 of unit 0 owns 256..", [](json& j) { j["cluster_buffers"][0]["rows"] = {264, 271}; }},
         {"recv_slot_rounds", "is slot 0 round 2; unit 2 of its cluster takes slot 0 round 1", [&](json& j) { j["cluster_buffers"][buffer(j, 2, 0)]["round"] = 2; }},
         {"free_counts", "arrive 9 times on each free barrier", [](json& j) { j["cluster_buffers"][0]["free_arrivals"] = 2; }},
         {"cluster_barriers", "the entry barrier of cluster 0 has CTA scope", [](json& j) { j["cluster_barriers"][0]["scope"] = "cta"; }},
