@@ -166,13 +166,13 @@ TEST_CASE("the step budget: a watchdog below what the clean plan needs stops it"
 TEST_CASE("one wrong weight element: WRONG_RESULT at the rows it feeds, naming their owner's REDUCE") {
     V2Prepared p = small_v2();
     // the run's first element: CTA 0's first chunk, unit 0's tile 0, k-step 0, lane 0's first element:
-    // in_proj row 0, column 0
+    // in_proj row 256 (f_a's first, the first in head order), column 0
     p.packed[0] ^= 0x0100;
     const V2EmulateResult r = emulate_v2(p, v2_options("small"));
     INFO(r.report);
     CHECK(r.verdict == Verdict::WRONG_RESULT);
     CHECK(r.run.detector == Detector::result);
-    CHECK(contains(r.run.detail, "[col 0] = "));
+    CHECK(contains(r.run.detail, "[col 256] = "));
     CHECK(contains(r.run.detail, "stored by CTA 0 (cluster 0 rank 0) reducer REDUCE(unit 0)"));
     CHECK(r.run.named == std::vector<int>{PlanV2::proc(0, V2Role::reducer)});
     V2EmulateOptions off = v2_options("small");

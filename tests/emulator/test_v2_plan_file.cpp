@@ -261,7 +261,7 @@ TEST_CASE("an edited file as a user runs it: the check names the edit (exit 1), 
     // an edited partial's bytes: the check names it, and the owner's barrier, armed for all eight, never completes
     const std::string short_partial = run_edited(dir, file, "short_partial.json", [](json& j) { j["cluster_buffers"][0]["senders"][3]["bytes"] = 255; },
                                                  "  recv_bytes: partial 3 is 255 bytes, not 256",
-                                                 "REDUCE(unit 0, rows 0..7, slot 0) waits for recv[slot 0] of CTA 0 round 0 (0 phases completed, 0 "
+                                                 "REDUCE(unit 0, rows 256..263, slot 0) waits for recv[slot 0] of CTA 0 round 0 (0 phases completed, 0 "
                                                  "arrivals and 1 bytes pending)");
     // the replay line of the first file does not run on the edited one: its digest is another
     std::string moved = replay;
@@ -278,7 +278,7 @@ TEST_CASE("an edited file as a user runs it: the check names the edit (exit 1), 
                    prog.erase(5);
                },
                "  recv_senders: partial 3 is sent 0 times",
-               "CTA 0 (cluster 0 rank 0) reducer REDUCE(unit 0, rows 0..7, slot 0) waits for recv[slot 0] of CTA 0 round 0");
+               "CTA 0 (cluster 0 rank 0) reducer REDUCE(unit 0, rows 256..263, slot 0) waits for recv[slot 0] of CTA 0 round 0");
 }
 
 TEST_CASE("malformed files and conflicting options: exit 2, the field named, nothing written") {
