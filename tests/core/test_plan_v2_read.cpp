@@ -56,14 +56,16 @@ void check_round_trip(const PlanV2& p) {
 }  // namespace
 
 TEST_CASE("a written plan reads back: its flat table word for word, its file the same text") {
-    for (const auto& [R, L] : std::vector<std::pair<int, int>>{{1, 1}, {1, 4}, {4, 4}, {16, 4}}) {
-        CAPTURE(R * L);
+    for (const auto& rl : std::vector<std::pair<int, int>>{{1, 1}, {1, 4}, {4, 4}, {16, 4}}) {
+        const int R = rl.first, L = rl.second, S = R * L;  // not a structured binding: CAPTURE's lambda takes it (clang 14)
+        CAPTURE(S);
         const PlanV2 p = plan_for("k3", R, L);
         CHECK(p.has_seam() == (R * L <= 4));  // both the seam's tables and their absence
         check_round_trip(p);
     }
-    for (const auto& [R, L] : std::vector<std::pair<int, int>>{{2, 4}, {1, 1}}) {
-        CAPTURE(R * L);
+    for (const auto& rl : std::vector<std::pair<int, int>>{{2, 4}, {1, 1}}) {
+        const int R = rl.first, L = rl.second, S = R * L;
+        CAPTURE(S);
         check_round_trip(plan_for("small", R, L));
     }
     PlanV2Params off = PlanV2Params::for_config(small_plan().config());
