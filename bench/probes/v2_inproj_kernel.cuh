@@ -14,6 +14,7 @@
 #include "bench/probes/v2_inproj_host.hpp"
 #include "bench/probes/v2_inproj_walk.hpp"
 #include "bench/probes/v2_seam.cuh"
+#include "bench/probes/v2_tail_hop.cuh"
 
 #include <cstdint>
 
@@ -58,6 +59,10 @@ struct Args {
     int seam;                     // x computed by the seam (v2_seam.cuh) from the step's inputs, not loaded
     SeamArgs sa;
     SeamPlan seam_plan;           // the plan's seam entries (filled from it)
+    int tail;                     // 1: the owners publish proj as tagged words, head h's cluster (h < 12) polls its rows
+                                  // (v2_tail_hop.cuh); 2: published, not polled; 3: polled with a 256 ns sleep a round
+    uint32_t* tagged;             // [S][N] tagged words, never cleared
+    uint32_t tag;                 // the step's tag (16 bits, never 0)
     __device__ bool ready(uint64_t* bar, uint32_t parity) const {  // this CTA's barrier, completed in this CTA
         return poll == 1 ? mbar_test_wait(bar, parity) : poll == 2 ? mbar_try_wait_hint(bar, parity, 32) : mbar_try_wait(bar, parity);
     }
@@ -79,7 +84,10 @@ constexpr int kMaxTracedUnits = 16, kChunk0 = kUnit0 + 4 * kMaxTracedUnits, kMax
 constexpr int kWarp0 = kChunk0 + 2 * kMaxTracedChunks, kWarpChunks = 24;
 // the seam's phases (SeamPhase), on its first thread (x ready: kXReady)
 constexpr int kSeam0 = kWarp0 + 2 * 8 * kWarpChunks;
-constexpr int kStamps = kSeam0 + kSeamPhases;
+// the tail's hop (tail): when this rank of head h's cluster has f_a and beta, q, k and its v rows, its g rows
+enum TailStamp { kTailGate, kTailQkv, kTailG, kTailStamps };
+constexpr int kTail0 = kSeam0 + kSeamPhases;
+constexpr int kStamps = kTail0 + kTailStamps;
 
 struct Smem {  // offsets into dynamic shared memory
     int ring, x, recv, red, bytes;
@@ -167,6 +175,7 @@ __device__ void reduce(const Cta& k, int lane) {
                     packed[r / 2] = r % 2 ? (packed[r / 2] | b << 16) : b;
                 }
                 *reinterpret_cast<uint4*>(a.proj + size_t(col) * N + rv.row0) = make_uint4(packed[0], packed[1], packed[2], packed[3]);
+                if (a.tail) publish_tagged(a.tagged, col, rv.row0, packed, a.tag);
             }
         } else if (in.op == int32_t(V2Op::RELEASE)) {
             const V2Free f = v.free_entry(in.a);
@@ -321,6 +330,28 @@ __device__ void consume(const Cta& k, int cw, int lane) {
     if (cw == 0 && lane == 0) k.st[kLastChunk] = now_ns();
 }
 
+// The tail's side of the hop on rank t of head h's cluster (h = the cluster): warp 2 waits for f_a
+// and beta, then the head's q and k and v's rows 16t .. 16t + 15; warp 3 for g's same rows.
+template <int NT>
+__device__ void await_tail(const Cta& k, int warp, int lane) {
+    const Args& a = k.a;
+    const int h = k.cl, rows = h * kHeadRows + k.rank * kTaskRows;
+    const uint32_t sleep = a.tail == 3 ? 256u : 0u;
+    auto stamp = [&](int s) {
+        if (lane == 0) k.st[kTail0 + s] = now_ns();
+    };
+    if (warp == kSeamWarp0) {
+        await_tagged(a.tagged, TagRows{{kRowFa}, {kRowBeta + kTailHeads - kRowFa}, 1}, a.S, a.tag, lane, sleep);  // f_a and beta
+        stamp(kTailGate);
+        const TagRows qkv{{kRowQ + h * kHeadRows, kRowK + h * kHeadRows, kRowV + rows}, {kHeadRows, kHeadRows, kTaskRows}, 3};
+        await_tagged(a.tagged, qkv, a.S, a.tag, lane, sleep);
+        stamp(kTailQkv);
+    } else {
+        await_tagged(a.tagged, TagRows{{kRowG + rows}, {kTaskRows}, 1}, a.S, a.tag, lane, sleep);
+        stamp(kTailG);
+    }
+}
+
 // KQ k-steps a chunk, NT n-tiles of 8 columns of x (S ≤ 8·NT): a unit of mt tiles is kKSteps / KQ
 // chunks of KQ·mt tiles (the plan's packing order, [k-step][m-tile], so a chunk is contiguous); the
 // ring's slots hold KQ·4 tiles. Warp 0 produces, warp 1 reduces, warps 4-11 consume.
@@ -376,6 +407,7 @@ __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(kThreads, 1) in
             if (threadIdx.x == kSeamWarp0 * 32) k.st[kXReady] = now_ns();
         }
         if (warp >= kFirstConsumer) consume<KQ, NT>(k, warp - kFirstConsumer, lane);
+        else if ((a.tail == 1 || a.tail == 3) && cl < kTailHeads) await_tail<NT>(k, warp, lane);
     }
     __syncthreads();
     cluster_sync();  // no rank leaves while a peer may still send to it

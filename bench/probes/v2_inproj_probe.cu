@@ -41,7 +41,11 @@
 //   seamcheck  seam's checks alone, without the timing (for compute-sanitizer).
 //   heads    when the rows of f_a and beta, of each head's q, k, v, and of g are done (the units are
 //            dealt in head order), at S = 1, 4, 16, x loaded and from the seam.
-// Usage: monokda-v2-inproj-probe [residency|rate|tune|inproj|ab|delay|trace|check|seam|seamcheck|heads|all] [REPS]
+//   tailhop  those rows published as tagged words and polled by the cluster of each head's tasks
+//            (v2_tail_hop.cuh), polled back to back or with a sleep a round: when the last rank that
+//            needs a group sees it, the words against proj, and in_proj's end with the hop, with the
+//            words published but not polled, and without, interleaved.
+// Usage: monokda-v2-inproj-probe [residency|rate|tune|inproj|ab|delay|trace|check|seam|seamcheck|heads|tailhop|all] [REPS]
 #include "bench/probes/probe_util.hpp"
 #include "bench/probes/v2_inproj_kernel.cuh"
 #include "bench/probes/v2_inproj_tables.cuh"
@@ -90,6 +94,8 @@ struct Device {
     size_t packed_bytes = 0;
     uint16_t *d_x, *d_proj;
     unsigned long long* d_stamps;
+    uint32_t* d_tagged;      // [64][N]: the tail's tagged words, never cleared (tailhop)
+    uint32_t last_tag = 0;   // the last launch's tag: 1 .. 65535, a new one each launch
 };
 
 Device setup() {
@@ -112,6 +118,8 @@ Device setup() {
     check(cudaMemcpy(d.d_x, d.x.data(), d.x.size() * 2, cudaMemcpyHostToDevice), "x copy");
     check(cudaMalloc(&d.d_proj, size_t(64) * N * 2), "proj");
     check(cudaMalloc(&d.d_stamps, size_t(kCtas) * kStamps * 8), "stamps");
+    check(cudaMalloc(&d.d_tagged, size_t(64) * N * 4), "tagged");
+    check(cudaMemset(d.d_tagged, 0, size_t(64) * N * 4), "tagged clear");  // tag 0: no step's
     for (int kq : {kKq8, kKq14})
         for (int nt : {1, 2, 8})
             if (Kernel k = kernel_for(kq, nt))
@@ -125,6 +133,7 @@ struct Case {  // one launch configuration
     int compute = 1, entry_release = 0, param_tables = 1, products = 1, poll = 0, xfrag = 1, fp_clusters = 0, fp_warps = 0;
     unsigned long long delay_ns = 0;
     int seam = 0;  // x from the seam (g_seam's inputs) instead of loaded from d.x
+    int tail = 0;  // proj published as tagged words and polled by the head clusters (tailhop)
     int cap() const { return inflight ? std::min(inflight, stages) : stages; }
     int chunk() const { return kq * 4 * kTileBytes; }
 };
@@ -150,6 +159,8 @@ Args args_for(Device& d, const Case& c, int copy) {
     a.entry_release = c.entry_release, a.compute = c.compute, a.param_tables = c.param_tables, a.products = c.products, a.poll = c.poll, a.xfrag = c.xfrag, a.fp_clusters = c.fp_clusters, a.fp_warps = c.fp_warps;
     a.x_delay_ns = c.delay_ns;
     a.seam = c.seam, a.sa = g_seam;
+    d.last_tag = d.last_tag % 65535 + 1;
+    a.tail = c.tail, a.tagged = d.d_tagged, a.tag = d.last_tag;
     return a;
 }
 
@@ -462,6 +473,7 @@ int check_mode(Device& d, const Case* settings) {
 
 #include "bench/probes/v2_seam_mode.cuh"   // seam_mode, on the harness above
 #include "bench/probes/v2_heads_mode.cuh"  // heads_mode, on both
+#include "bench/probes/v2_tailhop_mode.cuh"  // tailhop_mode, on heads mode's times
 
 }  // namespace
 
@@ -555,6 +567,7 @@ int main(int argc, char** argv) {
     if (mode == "seam" || mode == "all") rc |= seam_mode(d, reps, true);
     if (mode == "seamcheck") rc |= seam_mode(d, reps, false);
     if (mode == "heads" || mode == "all") rc |= heads_mode(d, reps);
+    if (mode == "tailhop" || mode == "all") rc |= tailhop_mode(d, reps);
     if (mode == "check" || mode == "all") {
         rc |= check_mode(d, best);
         Case first[4];

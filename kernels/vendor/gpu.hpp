@@ -89,6 +89,16 @@ __device__ __forceinline__ void st_relaxed(uint64_t* p, uint64_t v) {
 __device__ __forceinline__ uint32_t ld_relaxed32(const uint32_t* p) {
     return __hip_atomic_load(p, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
 }
+// Four tagged words (p 16-byte aligned), each single-copy atomic: a relaxed load / store of each
+__device__ __forceinline__ uint4 ld_relaxed128(const uint32_t* p) {
+    return make_uint4(ld_relaxed32(p), ld_relaxed32(p + 1), ld_relaxed32(p + 2), ld_relaxed32(p + 3));
+}
+__device__ __forceinline__ void st_relaxed128(uint32_t* p, uint4 v) {
+    __hip_atomic_store(p, v.x, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
+    __hip_atomic_store(p + 1, v.y, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
+    __hip_atomic_store(p + 2, v.z, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
+    __hip_atomic_store(p + 3, v.w, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
+}
 // A flag read relaxed, re-read with ld_acquire before what it guards is read (kernels/kda_ordering.hpp)
 __device__ __forceinline__ uint32_t ld_flag_peek(const uint32_t* p) { return ld_relaxed32(p); }
 // A CTA's hand-off: every thread writes, the block barrier, one thread's release store; the reader
@@ -142,6 +152,15 @@ __device__ __forceinline__ uint32_t ld_relaxed32(const uint32_t* p) {
     uint32_t v;
     asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
     return v;
+}
+// Four tagged words (p 16-byte aligned), each single-copy atomic: one 16-byte relaxed access
+__device__ __forceinline__ uint4 ld_relaxed128(const uint32_t* p) {
+    uint4 v;
+    asm volatile("ld.relaxed.gpu.global.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p) : "memory");
+    return v;
+}
+__device__ __forceinline__ void st_relaxed128(uint32_t* p, uint4 v) {
+    asm volatile("st.relaxed.gpu.global.v4.u32 [%0], {%1,%2,%3,%4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
 }
 // A flag read relaxed, re-read with ld_acquire before what it guards is read: the same load, marked
 // in the PTX so that the ordering check tells it from a relaxed poll (kernels/kda_ordering.hpp)

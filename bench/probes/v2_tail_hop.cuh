@@ -1,0 +1,83 @@
+// Kernel v2's hand-off to its tail across clusters, as the in_proj probe's tailhop mode runs it
+// (docs/kernel-v2.md "The tail"): a head's rows come from every cluster, so the owners publish each
+// proj row they round as tagged words in global memory (the bf16 value and the step's 16-bit tag,
+// one word, single-copy atomic), stored relaxed with no fence and no flag, and the cluster that is to
+// run head h's tasks polls the words it needs until each carries the step's tag. Rank t of head h's
+// cluster takes what its 16-row task needs: f_a and beta (the gate), q and k of the head, v's rows
+// 16t .. 16t + 15 (warp 2), and g's same rows (warp 3). A 16-bit tag is enough because every step
+// writes every word: a word holds this step's tag or the step before's, never an older one, and the
+// launcher's tags skip 0, which the words hold before the first step.
+#pragma once
+#include "kernels/vendor/gpu.hpp"
+
+#include "bench/probes/probe_wait.hpp"
+#include "bench/probes/v2_inproj_host.hpp"
+
+#include <cstdint>
+
+namespace monokda::probe::v2 {
+
+using namespace monokda::gpu;
+
+constexpr int kTailHeads = kProductionShape.H, kHeadRows = kProductionShape.K, kTaskRows = 16;
+constexpr int kRowQ = 0, kRowK = kProductionShape.E(), kRowV = 2 * kProductionShape.E(), kRowG = 3 * kProductionShape.E();
+constexpr int kRowFa = 4 * kProductionShape.E(), kRowBeta = kRowFa + kProductionShape.F;
+static_assert(kRowBeta % 4 == 0 && kHeadRows % 4 == 0, "a group's rows start on a 16-byte piece");
+
+__device__ __forceinline__ uint32_t tagged_word(uint32_t bf16_bits, uint32_t tag) { return bf16_bits | tag << 16; }
+
+// An owner's 8 rounded rows of column `col` (bf16 pairs, low half first), published as 8 tagged words.
+__device__ __forceinline__ void publish_tagged(uint32_t* tagged, int col, int row0, const uint32_t (&packed)[4], uint32_t tag) {
+    uint32_t* at = tagged + size_t(col) * N + row0;
+    uint32_t w[8];
+#pragma unroll
+    for (int r = 0; r < 8; ++r) w[r] = tagged_word(r % 2 ? packed[r / 2] >> 16 : packed[r / 2] & 0xffffu, tag);
+    st_relaxed128(at, make_uint4(w[0], w[1], w[2], w[3]));
+    st_relaxed128(at + 4, make_uint4(w[4], w[5], w[6], w[7]));
+}
+
+// Up to three row ranges of proj (each 4-row aligned), for every column s < S.
+struct TagRows {
+    int row0[3], rows[3], n;
+    __device__ int pieces() const { return rows[0] / 4 + (n > 1 ? rows[1] / 4 : 0) + (n > 2 ? rows[2] / 4 : 0); }
+    __device__ int row(int p) const {  // piece p of a column: its first row
+        for (int r = 0; r < n; ++r) {
+            if (p < rows[r] / 4) return row0[r] + 4 * p;
+            p -= rows[r] / 4;
+        }
+        return -1;
+    }
+};
+
+// One warp waits until every word of the ranges carries `tag`: each lane holds up to kBatch 16-byte
+// pieces, loads all of them that are not yet in, and again until all are (one load round a poll, not
+// one a piece), sleeping sleep_ns between rounds. Bounded: probe::spin traps after 200 ms.
+__device__ __forceinline__ void await_tagged(const uint32_t* tagged, const TagRows& t, int S, uint32_t tag, int lane, uint32_t sleep_ns) {
+    constexpr int kBatch = 8;
+    const int pieces = t.pieces(), total = pieces * S;
+    auto in = [&](uint4 v) { return (v.x >> 16) == tag && (v.y >> 16) == tag && (v.z >> 16) == tag && (v.w >> 16) == tag; };
+    for (int first = 0; first < total; first += 32 * kBatch) {
+        const uint32_t* at[kBatch];
+        uint32_t pending = 0;
+#pragma unroll
+        for (int j = 0; j < kBatch; ++j) {
+            const int i = first + j * 32 + lane;
+            at[j] = tagged + size_t(i / pieces) * N + t.row(i % pieces);
+            if (i < total) pending |= 1u << j;
+        }
+        probe::spin([&] {
+            uint4 v[kBatch];  // every load of the round issued before the first is looked at
+#pragma unroll
+            for (int j = 0; j < kBatch; ++j)
+                if (pending >> j & 1u) v[j] = ld_relaxed128(at[j]);
+#pragma unroll
+            for (int j = 0; j < kBatch; ++j)
+                if ((pending >> j & 1u) && in(v[j])) pending &= ~(1u << j);
+            if (pending && sleep_ns) __nanosleep(sleep_ns);  // fewer rounds beside the stream
+            return pending == 0;
+        });
+    }
+    __syncwarp();
+}
+
+}  // namespace monokda::probe::v2

@@ -1,0 +1,81 @@
+// The v2 in_proj probe's tailhop mode (bench/probes/v2_inproj_probe.cu includes it inside its
+// anonymous namespace, after the heads mode): the hand-off to the tail across clusters as tagged
+// words (v2_tail_hop.cuh) beside the stream. For each group of rows, when its owners had their last
+// partials (heads mode's times) and when the last of the ranks that need it saw every word with the
+// step's tag; and what publishing and polling cost in_proj's end, against the same launch without.
+#pragma once
+
+// Each rank of the 12 head clusters: [rank][kTailStamps] in µs from the first entry (-1: not stamped).
+std::vector<double> tail_times(Device& d) {
+    std::vector<unsigned long long> h(size_t(kCtas) * kStamps);
+    check(cudaMemcpy(h.data(), d.d_stamps, h.size() * 8, cudaMemcpyDeviceToHost), "stamps");
+    unsigned long long t0 = ~0ull;
+    for (int k = 0; k < kCtas; ++k) t0 = std::min(t0, h[size_t(k) * kStamps + kEntry]);
+    std::vector<double> out;
+    for (int k = 0; k < kTailHeads * kRanks; ++k)
+        for (int s = 0; s < kTailStamps; ++s) {
+            const unsigned long long t = h[size_t(k) * kStamps + kTail0 + s];
+            out.push_back(t ? double(t - t0) / 1e3 : -1.0);
+        }
+    return out;
+}
+
+// Every tagged word of the S columns against proj and the launch's tag: the words that differ.
+long tagged_mismatches(Device& d, int S, uint32_t tag) {
+    std::vector<uint32_t> w(size_t(S) * N);
+    std::vector<uint16_t> p(size_t(S) * N);
+    check(cudaMemcpy(w.data(), d.d_tagged, w.size() * 4, cudaMemcpyDeviceToHost), "tagged");
+    check(cudaMemcpy(p.data(), d.d_proj, p.size() * 2, cudaMemcpyDeviceToHost), "proj");
+    long bad = 0;
+    for (size_t i = 0; i < w.size(); ++i) bad += w[i] != (uint32_t(p[i]) | tag << 16);
+    return bad;
+}
+
+// One case's hop with tail setting `tail` (1 polled, 3 polled with a sleep a round): each group's
+// rows in and seen (the last rank that needs them), medians over `reps`, printed; in_proj's end
+// with the hop, with the words published but not polled (2), and without (0), interleaved.
+int tailhop_case(Device& d, Case c, int reps) {
+    const PlanV2& plan = tables(d, c).plan;
+    std::vector<std::vector<double>> in, seen;  // [group][launch]: f_a+beta, heads 0..11, g
+    std::vector<float> proj[4];
+    long bad = 0;
+    const int polled = c.tail;
+    for (int i = 0; i < reps; ++i) {
+        for (int tail : {0, 2, polled}) {  // interleaved: without, published only, then polled
+            c.tail = tail;
+            const Run r = run(d, c, 1);
+            if (!r.ok) return 1;
+            proj[tail].push_back(r.proj_us);
+        }
+        bad += tagged_mismatches(d, c.S, d.last_tag);
+        const std::vector<double> g = group_times(d, plan), t = tail_times(d);
+        std::vector<double> s(size_t(kTailHeads) + 2, 0.0);  // the last rank to see each group
+        for (int k = 0; k < kTailHeads * kRanks; ++k) {
+            const double* tk = &t[size_t(k) * kTailStamps];
+            s[0] = std::max(s[0], tk[kTailGate]);
+            s[size_t(1 + k / kRanks)] = std::max(s[size_t(1 + k / kRanks)], tk[kTailQkv]);
+            s.back() = std::max(s.back(), tk[kTailG]);
+        }
+        if (in.empty()) in.resize(g.size()), seen.resize(g.size());
+        for (size_t k = 0; k < g.size(); ++k) in[k].push_back(g[k]), seen[k].push_back(s[k]);
+    }
+    std::printf("tailhop %d S %2d, x %s, us from the first entry (median of %d), rows in -> seen: f_a+beta %.2f -> %.2f  heads", polled,
+                c.S, c.seam ? "seam" : "loaded", reps, median(in[0]), median(seen[0]));
+    for (size_t k = 1; k + 1 < in.size(); ++k) std::printf(" %.2f->%.2f", median(in[k]), median(seen[k]));
+    std::printf("  g %.2f -> %.2f  last proj %.2f (published only %.2f, without %.2f)  words wrong %ld\n", median(in.back()),
+                median(seen.back()), median(proj[polled]), median(proj[2]), median(proj[0]), bad);
+    return bad ? 1 : 0;
+}
+
+int tailhop_mode(Device& d, int reps) {
+    seam_upload();
+    int rc = 0;
+    for (int S : {1, 4, 16})
+        for (int seam : {0, 1})
+            for (int tail : {1, 3}) {
+                Case c = seam_setting(S);
+                c.seam = seam, c.tail = tail;
+                if (fits(c)) rc |= tailhop_case(d, c, reps);
+            }
+    return rc;
+}
