@@ -60,7 +60,9 @@ struct Args {
     SeamArgs sa;
     SeamPlan seam_plan;           // the plan's seam entries (filled from it)
     int tail;                     // 1: the owners publish proj as tagged words, head h's cluster (h < 12) polls its rows
-                                  // (v2_tail_hop.cuh); 2: published, not polled; 3: polled with a 256 ns sleep a round
+                                  // (v2_tail_hop.cuh); 2: published, not polled; 3: polled with a 256 ns sleep a round;
+                                  // 4: each group polled once the CTA's own cluster has sent its last unit of it
+    signed char tail_after[kClusters][3];  // cluster c's last unit (index in the cluster) of f_a+beta, head c's q, k, v, g
     uint32_t* tagged;             // [S][N] tagged words, never cleared
     uint32_t tag;                 // the step's tag (16 bits, never 0)
     __device__ bool ready(uint64_t* bar, uint32_t parity) const {  // this CTA's barrier, completed in this CTA
@@ -113,6 +115,7 @@ struct Cta {
     unsigned long long* st;
     unsigned long long t0;
     int compute;  // a.compute, or 4 on the clusters past a.fp_clusters
+    int* sent;    // units whose partials consumer warp 0 has sent (shared memory: the tail's gate, tail 4)
 };
 
 // The producer's place in its CTA's run (v2_inproj_walk.hpp's counters, held to the plan's chunk
@@ -325,6 +328,7 @@ __device__ void consume(const Cta& k, int cw, int lane) {
         const bool traced = cw == 0 && lane == 0 && u < kMaxTracedUnits;
         if (traced) k.st[kUnit0 + 4 * u] = now_ns();
         send_partials<NT>(k, acc, sp, m, half, lane);
+        if (cw == 0 && lane == 0) *reinterpret_cast<volatile int*>(k.sent) = u + 1;
         if (traced) k.st[kUnit0 + 4 * u + 1] = now_ns();
     }
     if (cw == 0 && lane == 0) k.st[kLastChunk] = now_ns();
@@ -337,16 +341,23 @@ __device__ void await_tail(const Cta& k, int warp, int lane) {
     const Args& a = k.a;
     const int h = k.cl, rows = h * kHeadRows + k.rank * kTaskRows;
     const uint32_t sleep = a.tail == 3 ? 256u : 0u;
+    auto gate = [&](int g) {  // tail 4: not before this cluster has sent its part of the group
+        const int after = a.tail == 4 ? a.tail_after[k.cl][g] : -1;
+        if (after >= 0) probe::spin([&] { return *reinterpret_cast<volatile int*>(k.sent) > after; });
+    };
     auto stamp = [&](int s) {
         if (lane == 0) k.st[kTail0 + s] = now_ns();
     };
     if (warp == kSeamWarp0) {
+        gate(0);
         await_tagged(a.tagged, TagRows{{kRowFa}, {kRowBeta + kTailHeads - kRowFa}, 1}, a.S, a.tag, lane, sleep);  // f_a and beta
         stamp(kTailGate);
+        gate(1);
         const TagRows qkv{{kRowQ + h * kHeadRows, kRowK + h * kHeadRows, kRowV + rows}, {kHeadRows, kHeadRows, kTaskRows}, 3};
         await_tagged(a.tagged, qkv, a.S, a.tag, lane, sleep);
         stamp(kTailQkv);
     } else {
+        gate(2);
         await_tagged(a.tagged, TagRows{{kRowG + rows}, {kTaskRows}, 1}, a.S, a.tag, lane, sleep);
         stamp(kTailG);
     }
@@ -361,11 +372,12 @@ __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(kThreads, 1) in
     extern __shared__ __align__(1024) unsigned char smem[];
     __shared__ uint64_t full[kMaxStages], empty[kMaxStages], recv_bar[kMaxSlots], free_bar[kMaxSlots];
     __shared__ SeamBars seam_bars;
+    __shared__ int sent;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int rank = int(cluster_rank()), cl = int(cluster_id()), cta = cl * kRanks + rank;
     const Cta k{a, Smem::layout(NT, KQ * 4 * kTileBytes, a.stages, a.slots), smem, full, empty, recv_bar, free_bar, rank, cl, cta,
                 a.first(cl), a.first(cl + 1) - a.first(cl), a.stamps + size_t(cta) * kStamps, now_ns(),
-                a.fp_clusters > 0 && cl >= a.fp_clusters ? 4 : a.compute};
+                a.fp_clusters > 0 && cl >= a.fp_clusters ? 4 : a.compute, &sent};
     const long long c0 = clock64();
     const unsigned char* run = a.w + a.off(cta);
     const Seam z{a.sa, a.seam_plan, SeamSmem::layout(k.L.bytes, a.S, a.sa.nb), smem, seam_bars, a.S, rank, cl,
@@ -374,6 +386,7 @@ __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(kThreads, 1) in
     uint64_t policy = 0;
     if (threadIdx.x == 0) {
         k.st[kEntry] = k.t0, k.st[kSm] = sm_id();
+        sent = 0;  // before the entry barrier, which every warp passes
         for (int s = 0; s < a.stages; ++s) mbar_init(&full[s], 1), mbar_init(&empty[s], kConsumers);
         for (int s = 0; s < a.slots; ++s) mbar_init(&recv_bar[s], 1), mbar_init(&free_bar[s], kRanks);
         if (a.seam) seam_arm(seam_bars, a.seam_plan.cta[rank]);
@@ -407,7 +420,7 @@ __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(kThreads, 1) in
             if (threadIdx.x == kSeamWarp0 * 32) k.st[kXReady] = now_ns();
         }
         if (warp >= kFirstConsumer) consume<KQ, NT>(k, warp - kFirstConsumer, lane);
-        else if ((a.tail == 1 || a.tail == 3) && cl < kTailHeads) await_tail<NT>(k, warp, lane);
+        else if (a.tail != 0 && a.tail != 2 && cl < kTailHeads) await_tail<NT>(k, warp, lane);
     }
     __syncthreads();
     cluster_sync();  // no rank leaves while a peer may still send to it

@@ -132,6 +132,15 @@ inline void fill_plan_args(Args& a, const PlanTables& t) {
         const auto& ch = p.chunks[size_t(p.cta(c, 0))];
         for (size_t j = 0; j < ch.size(); ++j) a.bytes_p[c][j] = (unsigned short)ch[j].bytes;
     }
+    for (int c = 0; c < kClusters; ++c)  // the tail's gate (tail 4): each group's last unit in the cluster
+        for (int g = 0; g < 3; ++g) a.tail_after[c][g] = -1;
+    for (int c = 0; c < kClusters; ++c)
+        for (int u = p.cluster_first[size_t(c)]; u < p.cluster_first[size_t(c) + 1]; ++u)
+            for (int t = 0; t < p.units[size_t(u)].tiles; ++t) {
+                const int h = v2_row_head(p.config(), p.units[size_t(u)].row0[t]);
+                const int g = h < 0 ? 0 : h == c ? 1 : h == p.config().H ? 2 : -1;
+                if (g >= 0) a.tail_after[c][g] = (signed char)(u - p.cluster_first[size_t(c)]);
+            }
     a.seam_plan = SeamPlan{};
     if (!p.has_seam()) return;
     for (int r = 0; r < kRanks; ++r) a.seam_plan.cta[r] = p.seam_ctas[size_t(r)];  // cluster 0's (hold_seam_to_kernel)

@@ -31,13 +31,14 @@ long tagged_mismatches(Device& d, int S, uint32_t tag) {
     return bad;
 }
 
-// One case's hop with tail setting `tail` (1 polled, 3 polled with a sleep a round): each group's
+// One case's hop with tail setting `tail` (1 polled, 3 polled with a sleep a round, 4 polled once the
+// CTA's own cluster has sent its last unit of the group, v2_inproj_kernel.cuh's Args): each group's
 // rows in and seen (the last rank that needs them), medians over `reps`, printed; in_proj's end
 // with the hop, with the words published but not polled (2), and without (0), interleaved.
 int tailhop_case(Device& d, Case c, int reps) {
     const PlanV2& plan = tables(d, c).plan;
     std::vector<std::vector<double>> in, seen;  // [group][launch]: f_a+beta, heads 0..11, g
-    std::vector<float> proj[4];
+    std::vector<float> proj[5], mhz[5];  // by tail setting
     long bad = 0;
     const int polled = c.tail;
     for (int i = 0; i < reps; ++i) {
@@ -45,7 +46,7 @@ int tailhop_case(Device& d, Case c, int reps) {
             c.tail = tail;
             const Run r = run(d, c, 1);
             if (!r.ok) return 1;
-            proj[tail].push_back(r.proj_us);
+            proj[tail].push_back(r.proj_us), mhz[tail].push_back(r.mhz);
         }
         bad += tagged_mismatches(d, c.S, d.last_tag);
         const std::vector<double> g = group_times(d, plan), t = tail_times(d);
@@ -62,8 +63,9 @@ int tailhop_case(Device& d, Case c, int reps) {
     std::printf("tailhop %d S %2d, x %s, us from the first entry (median of %d), rows in -> seen: f_a+beta %.2f -> %.2f  heads", polled,
                 c.S, c.seam ? "seam" : "loaded", reps, median(in[0]), median(seen[0]));
     for (size_t k = 1; k + 1 < in.size(); ++k) std::printf(" %.2f->%.2f", median(in[k]), median(seen[k]));
-    std::printf("  g %.2f -> %.2f  last proj %.2f (published only %.2f, without %.2f)  words wrong %ld\n", median(in.back()),
-                median(seen.back()), median(proj[polled]), median(proj[2]), median(proj[0]), bad);
+    std::printf("  g %.2f -> %.2f  last proj %.2f (published only %.2f, without %.2f)  CTA 0's clock %.0f (%.0f, %.0f) MHz  words wrong %ld\n",
+                median(in.back()), median(seen.back()), median(proj[polled]), median(proj[2]), median(proj[0]), median(mhz[polled]),
+                median(mhz[2]), median(mhz[0]), bad);
     return bad ? 1 : 0;
 }
 
@@ -72,7 +74,7 @@ int tailhop_mode(Device& d, int reps) {
     int rc = 0;
     for (int S : {1, 4, 16})
         for (int seam : {0, 1})
-            for (int tail : {1, 3}) {
+            for (int tail : {1, 3, 4}) {
                 Case c = seam_setting(S);
                 c.seam = seam, c.tail = tail;
                 if (fits(c)) rc |= tailhop_case(d, c, reps);
