@@ -63,6 +63,7 @@ struct Args {
                                   // (v2_tail_hop.cuh); 2: published, not polled; 3: polled with a 256 ns sleep a round;
                                   // 4: each group polled once the CTA's own cluster has sent its last unit of it
     signed char tail_after[kClusters][3];  // cluster c's last unit (index in the cluster) of f_a+beta, head c's q, k, v, g
+    int free_first;               // the reducer frees a receive slot before it stores the rows it summed
     uint32_t* tagged;             // [S][N] tagged words, never cleared
     uint32_t tag;                 // the step's tag (16 bits, never 0)
     __device__ bool ready(uint64_t* bar, uint32_t parity) const {  // this CTA's barrier, completed in this CTA
@@ -155,10 +156,16 @@ __device__ bool produce(Producer& p, const Cta& k, const unsigned char* run, uin
 // with the plan's count (rank 0 making up for the owners a short unit lacks).
 template <int NT>
 __device__ void reduce(const Cta& k, int lane) {
+    constexpr int kCols = (NT * 8 + 31) / 32;  // columns a lane sums
     const Args& a = k.a;
     const PlanV2View& v = a.plan;
     const float* recv = reinterpret_cast<const float*>(k.smem + k.L.recv);
     const int p = k.cta * kV2ProcsPerCta + int(V2Role::reducer);
+    auto release = [&](const V2Free& f) {
+        __syncwarp();  // every lane's sums read before the slot is freed
+        if (lane < kRanks) mbar_arrive_peer(peer_addr(&k.free_bar[f.slot], uint32_t(lane)), uint32_t(f.count));
+        if (lane == 0 && f.unit - k.u0 < kMaxTracedUnits) k.st[kUnit0 + 4 * (f.unit - k.u0) + 3] = now_ns();
+    };
     for (int i = v.prog_begin(p), end = v.prog_begin(p + 1); i < end; ++i) {
         const V2Instr in = v.instr(i);
         if (in.op == int32_t(V2Op::REDUCE)) {
@@ -168,23 +175,30 @@ __device__ void reduce(const Cta& k, int lane) {
             probe::spin([&] { return a.ready_cluster(&k.recv_bar[s], uint32_t(rv.round) & 1u); });
             if (lane == 0 && u < kMaxTracedUnits) k.st[kUnit0 + 4 * u + 2] = now_ns();
             const float* slot = recv + size_t(s) * kRanks * 8 * NT * 8;
-            for (int col = lane; col < a.S; col += 32) {
-                uint32_t packed[4];
+            uint32_t packed[kCols][4];
+#pragma unroll
+            for (int c = 0; c < kCols; ++c) {
+                const int col = lane + 32 * c;
+                if (col >= a.S) continue;
 #pragma unroll
                 for (int r = 0; r < 8; ++r) {
                     float acc = slot[(0 * 8 + r) * NT * 8 + col];
                     for (int src = 1; src < kRanks; ++src) acc += slot[(src * 8 + r) * NT * 8 + col];
                     const uint32_t b = bf16::round(acc).bits;  // #3
-                    packed[r / 2] = r % 2 ? (packed[r / 2] | b << 16) : b;
+                    packed[c][r / 2] = r % 2 ? (packed[c][r / 2] | b << 16) : b;
                 }
-                *reinterpret_cast<uint4*>(a.proj + size_t(col) * N + rv.row0) = make_uint4(packed[0], packed[1], packed[2], packed[3]);
-                if (a.tail) publish_tagged(a.tagged, col, rv.row0, packed, a.tag);
+            }
+            // free_first: the slot freed before the stores (its arrive's CTA fence then waits for no store)
+            if (a.free_first && i + 1 < end && v.instr(i + 1).op == int32_t(V2Op::RELEASE)) release(v.free_entry(v.instr(++i).a));
+#pragma unroll
+            for (int c = 0; c < kCols; ++c) {
+                const int col = lane + 32 * c;
+                if (col >= a.S) continue;
+                *reinterpret_cast<uint4*>(a.proj + size_t(col) * N + rv.row0) = make_uint4(packed[c][0], packed[c][1], packed[c][2], packed[c][3]);
+                if (a.tail) publish_tagged(a.tagged, col, rv.row0, packed[c], a.tag);
             }
         } else if (in.op == int32_t(V2Op::RELEASE)) {
-            const V2Free f = v.free_entry(in.a);
-            __syncwarp();  // every lane's sums read before the slot is freed
-            if (lane < kRanks) mbar_arrive_peer(peer_addr(&k.free_bar[f.slot], uint32_t(lane)), uint32_t(f.count));
-            if (lane == 0 && f.unit - k.u0 < kMaxTracedUnits) k.st[kUnit0 + 4 * (f.unit - k.u0) + 3] = now_ns();
+            release(v.free_entry(in.a));
         }
     }
     if (lane == 0) k.st[kLastProj] = now_ns();

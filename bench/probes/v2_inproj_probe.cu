@@ -134,6 +134,7 @@ struct Case {  // one launch configuration
     unsigned long long delay_ns = 0;
     int seam = 0;  // x from the seam (g_seam's inputs) instead of loaded from d.x
     int tail = 0;  // proj published as tagged words and polled by the head clusters (tailhop)
+    int free_first = 0;  // the reducer frees a slot before its stores (tailhop)
     int cap() const { return inflight ? std::min(inflight, stages) : stages; }
     int chunk() const { return kq * 4 * kTileBytes; }
 };
@@ -160,7 +161,7 @@ Args args_for(Device& d, const Case& c, int copy) {
     a.x_delay_ns = c.delay_ns;
     a.seam = c.seam, a.sa = g_seam;
     d.last_tag = d.last_tag % 65535 + 1;
-    a.tail = c.tail, a.tagged = d.d_tagged, a.tag = d.last_tag;
+    a.tail = c.tail, a.tagged = d.d_tagged, a.tag = d.last_tag, a.free_first = c.free_first;
     return a;
 }
 

@@ -60,8 +60,8 @@ int tailhop_case(Device& d, Case c, int reps) {
         if (in.empty()) in.resize(g.size()), seen.resize(g.size());
         for (size_t k = 0; k < g.size(); ++k) in[k].push_back(g[k]), seen[k].push_back(s[k]);
     }
-    std::printf("tailhop %d S %2d, x %s, us from the first entry (median of %d), rows in -> seen: f_a+beta %.2f -> %.2f  heads", polled,
-                c.S, c.seam ? "seam" : "loaded", reps, median(in[0]), median(seen[0]));
+    std::printf("tailhop %d%s S %2d, x %s, us from the first entry (median of %d), rows in -> seen: f_a+beta %.2f -> %.2f  heads", polled,
+                c.free_first ? " free first" : "", c.S, c.seam ? "seam" : "loaded", reps, median(in[0]), median(seen[0]));
     for (size_t k = 1; k + 1 < in.size(); ++k) std::printf(" %.2f->%.2f", median(in[k]), median(seen[k]));
     std::printf("  g %.2f -> %.2f  last proj %.2f (published only %.2f, without %.2f)  CTA 0's clock %.0f (%.0f, %.0f) MHz  words wrong %ld\n",
                 median(in.back()), median(seen.back()), median(proj[polled]), median(proj[2]), median(proj[0]), median(mhz[polled]),
@@ -74,10 +74,12 @@ int tailhop_mode(Device& d, int reps) {
     int rc = 0;
     for (int S : {1, 4, 16})
         for (int seam : {0, 1})
-            for (int tail : {1, 3, 4}) {
-                Case c = seam_setting(S);
-                c.seam = seam, c.tail = tail;
-                if (fits(c)) rc |= tailhop_case(d, c, reps);
-            }
+            for (int tail : {1, 3, 4})
+                for (int free_first : {0, 1}) {
+                    if (free_first && tail != 1) continue;  // the reducer's order, on the plain poll
+                    Case c = seam_setting(S);
+                    c.seam = seam, c.tail = tail, c.free_first = free_first;
+                    if (fits(c)) rc |= tailhop_case(d, c, reps);
+                }
     return rc;
 }
