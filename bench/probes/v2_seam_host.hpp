@@ -1,11 +1,14 @@
 // The host half of the v2 probe's seam (bench/probes/v2_seam.cuh): the step's seam inputs from the
 // project's fixture generator at the production shape, and what the reference computes from them in
-// kernel v1's order (its plan's reduction order), which the seam must reproduce bit for bit. Built
-// by the host compiler (v2_seam_host.cpp), so the probe's CUDA half sees plain vectors.
+// kernel v1's order (its plan's reduction order), which the seam must reproduce bit for bit, and
+// every stage's values in the seam's own order (core/seam_stages.hpp). Built by the host compiler
+// (v2_seam_host.cpp), so the probe's CUDA half sees plain vectors.
 #pragma once
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "core/seam_stages.hpp"
 
 namespace monokda::probe::v2 {
 
@@ -21,5 +24,8 @@ struct SeamFixture {
 // R × L = rows requests of one token each would do as well (the seam's rows are independent); the
 // generator's R × L shape is kept so the rows are those of a real verify step.
 SeamFixture seam_fixture(int R, int L, int nb, uint64_t seed);
+
+// Every seam stage of the fixture's rows 0 .. S-1 in slices of w columns: what the seam must hold.
+SeamStages seam_expected(const SeamFixture& f, int S, int w);
 
 }  // namespace monokda::probe::v2

@@ -2,8 +2,8 @@
 // it; the probe's harness: Device, Case, run, g_seam). One launch with the dump on: every CTA's seam
 // memory as it stands once x is in (the inputs as copied, P' in place, wq, the gain, the owner's
 // partials, the weights, Σmixed², 1/rms, mixed); the host computes each from the fixture in the
-// seam's own order and counts, per stage, the CTAs and values that differ: the first stage wrong is
-// where the fault is.
+// seam's own order (seam_expected: core/seam_stages.hpp) and counts, per stage, the CTAs and values
+// that differ: the first stage wrong is where the fault is.
 #pragma once
 #include <cstdlib>
 #include <cstring>
@@ -13,66 +13,6 @@ namespace seam_stages_detail {
 
 float bf(uint16_t b) { return monokda::bf16::from_bits(b).to_float(); }
 uint32_t fbits(float f) { return monokda::f32_bits(f); }
-
-// What the seam must hold for row s of a fixture, in its order (v2_seam.cuh): sources are the bank
-// rows 0 .. nb-1, then P'; slices of 128 columns, sums sequential within a slice, slices in order.
-struct Expected {
-    std::vector<float> part;   // [s][source][slice][Σv², Σv·wq]
-    std::vector<float> wgt;    // [s][e_0 .. e_nb, Σe]
-    std::vector<float> msq;    // [s][slice]
-    std::vector<float> rr;     // [s]
-    std::vector<float> mixed;  // [s][D]
-    std::vector<uint16_t> x;   // [s][D]
-};
-
-Expected expect(const SeamFixture& f, int S) {
-    const int nb = f.nb, src = nb + 1;
-    Expected e;
-    e.part.resize(size_t(S) * src * kSlices * 2), e.wgt.resize(size_t(S) * (nb + 2)), e.msq.resize(size_t(S) * kSlices);
-    e.rr.resize(S), e.mixed.resize(size_t(S) * D), e.x.resize(size_t(S) * D);
-    auto v = [&](int s, int i, int d) { return i == nb ? bf(f.prefix_out[size_t(s) * D + d]) : bf(f.blocks[(size_t(s) * 8 + i) * D + d]); };
-    auto wq = [&](int d) { return bf(f.res_norm_w[d]) * bf(f.res_proj_w[d]); };
-    for (int s = 0; s < S; ++s) {
-        float logit[9], ee[9];
-        for (int i = 0; i < src; ++i) {
-            float ss = 0.f, dot = 0.f;
-            for (int j = 0; j < kSlices; ++j) {
-                float a = v(s, i, j * kSliceW), b = a * a, c = a * wq(j * kSliceW);
-                for (int d = j * kSliceW + 1; d < (j + 1) * kSliceW; ++d) {
-                    const float x = v(s, i, d);
-                    b = b + x * x, c = c + x * wq(d);
-                }
-                e.part[((size_t(s) * src + i) * kSlices + j) * 2] = b, e.part[((size_t(s) * src + i) * kSlices + j) * 2 + 1] = c;
-                ss = j ? ss + b : b, dot = j ? dot + c : c;
-            }
-            logit[i] = dot * (1.0f / std::sqrt(ss / float(D) + f.eps));
-        }
-        float m = logit[0];
-        for (int i = 1; i < src; ++i) m = std::fmax(m, logit[i]);
-        float den = 0.f;
-        for (int i = 0; i < src; ++i) ee[i] = float(std::exp(double(logit[i] - m))), den = i ? den + ee[i] : ee[i];
-        for (int i = 0; i < src; ++i) e.wgt[size_t(s) * (nb + 2) + i] = ee[i];
-        e.wgt[size_t(s) * (nb + 2) + src] = den;
-        float ms = 0.f;
-        for (int j = 0; j < kSlices; ++j) {
-            float q = 0.f;
-            for (int d = j * kSliceW; d < (j + 1) * kSliceW; ++d) {
-                float mx = ee[0] * v(s, 0, d);
-                for (int i = 1; i < src; ++i) mx = mx + ee[i] * v(s, i, d);
-                mx = mx / den;
-                e.mixed[size_t(s) * D + d] = mx;
-                q = d == j * kSliceW ? mx * mx : q + mx * mx;
-            }
-            e.msq[size_t(s) * kSlices + j] = q;
-            ms = j ? ms + q : q;
-        }
-        e.rr[s] = 1.0f / std::sqrt(ms / float(D) + f.eps);
-        for (int d = 0; d < D; ++d) {
-            e.x[size_t(s) * D + d] = monokda::bf16::round((e.mixed[size_t(s) * D + d] * e.rr[s]) * bf(f.input_norm_w[d])).bits;  // #2
-        }
-    }
-    return e;
-}
 
 struct Tally {  // one stage: values compared, values and CTAs that differ, the first difference
     const char* name;
@@ -116,9 +56,9 @@ int seam_stages(Device& d, const SeamFixture& f, const Case& c) {
         const std::string path = std::string(to) + "-S" + std::to_string(S) + ".bin";
         if (FILE* o = std::fopen(path.c_str(), "wb")) std::fwrite(h.data(), 1, h.size(), o), std::fclose(o);
     }
-    const Expected e = expect(f, S);
+    const monokda::SeamStages e = seam_expected(f, S, kSliceW);
     size_t xhost = 0;  // the host's chain against the reference: the stage check's own check
-    for (size_t i = 0; i < e.x.size(); ++i) xhost += e.x[i] != f.x[i];
+    for (size_t i = 0; i < e.x.size(); ++i) xhost += e.x[i].bits != f.x[i];
     Tally t[] = {{"gains"}, {"P'"}, {"delta"}, {"bank"}, {"wq, gain"}, {"PART"}, {"WGT"}, {"MSQ"}, {"1/rms"}, {"mixed"}};
     for (int cta = 0; cta < kCtas; ++cta) {
         const int rank = cta % kRanks, c0 = rank * kSliceCols;

@@ -31,7 +31,7 @@ struct V2Prepared {
     FixtureSpec fixture;
     PlanV2 plan;                     // the clean plan
     std::vector<bf16> x, ref_proj;   // [S][D]; [S][N] the reference in the plan's order (x too, where its seam computes it)
-    V2SeamInputs seam;               // the seam's inputs, where the plan has one
+    SeamInputs seam;                 // the seam's inputs, where the plan has one
     std::vector<uint16_t> packed;    // plan.pack_weight of the fixture's in_proj_w
     std::string plan_file, plan_digest;  // a given plan's (V2EmulateOptions::plan), "" for the built one
     double seconds_fixture = 0, seconds_reference = 0;

@@ -11,7 +11,7 @@ namespace monokda::emu {
 namespace v2detail {
 
 Machine::Machine(const PlanV2& p, const std::vector<bf16>& x, const std::vector<uint16_t>& packed, const V2MachineOptions& o,
-                 const V2SeamInputs& seam, V2MachineResult& r)
+                 const SeamInputs& seam, V2MachineResult& r)
     : plan_(p), opt_(o), res_(r), hooks_{o.fault}, S_(p.config().S()), R_(p.params().ranks), L_(R_ * kV2ProcsPerCta),
       packed_(packed), seam_in_(seam) {
     const Config& c = p.config();
@@ -82,7 +82,7 @@ Machine::Machine(const PlanV2& p, const std::vector<bf16>& x, const std::vector<
             own = std::max(own, given);
             const size_t src = size_t(c.nb) + 1, cols = size_t(p.slice_cols()), rs = size_t(p.seam_rank_slices()),
                          sl = size_t(p.seam_slices()), rows = size_t(S_);
-            cs.src.assign(rows * src * cols, 0.f), cs.wq.assign(cols, 0.f), cs.nw.assign(cols, 0.f);
+            cs.rows = SeamRows(S_, c.nb, int(cols));
             cs.my_part.assign(rows * src * rs * 2, 0.f), cs.my_wgt.assign(rows * (src + 1), 0.f), cs.my_msq.assign(rows * rs, 0.f);
             cs.part.assign(own * src * sl * 2, 0.f), cs.wgt.assign(rows * (src + 1), 0.f), cs.msq.assign(rows * sl, 0.f);
             cs.mixed.assign(rows * cols, 0.f), cs.x.assign(rows * cols, 0.f);
@@ -354,7 +354,7 @@ void Machine::run() {
 }  // namespace v2detail
 
 V2MachineResult run_v2_machine(const PlanV2& plan, const std::vector<bf16>& x, const std::vector<uint16_t>& packed,
-                               const V2MachineOptions& opt, const V2SeamInputs& seam) {
+                               const V2MachineOptions& opt, const SeamInputs& seam) {
     V2MachineResult r;
     v2detail::Machine m(plan, x, packed, opt, seam, r);
     try {

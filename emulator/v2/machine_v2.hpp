@@ -12,6 +12,7 @@
 
 #include "core/bf16.hpp"
 #include "core/plan_v2.hpp"
+#include "core/seam_stages.hpp"
 #include "emulator/detectors.hpp"
 #include "emulator/faults.hpp"
 #include "emulator/schedule.hpp"
@@ -37,18 +38,11 @@ struct V2MachineResult {
     bool finished = false;         // every process ran to its end
 };
 
-// The seam's inputs, for a plan that computes x in its clusters: the step's P and delta ([S][D]), bank
-// rows ([S][8][D]) and the three gains ([D]), bf16 as the fixture has them, and eps.
-struct V2SeamInputs {
-    std::vector<bf16> prefix, delta, blocks, res_norm_w, res_proj_w, input_norm_w;
-    float eps = 0.f;
-};
-
 // One launch of the plan over the weight packed by plan.pack_weight, and x ([S][D] bf16) where the
-// plan has no seam, or the seam's inputs where it has one (x is then what its seam computes, each CTA
+// plan has no seam, or the seam's inputs (core/seam_stages.hpp) where it has one (x is then what its seam computes, each CTA
 // its slice). BadInput where the schedule does not apply to v2 (delay:ROLE) or the shapes do not
 // match the plan.
 V2MachineResult run_v2_machine(const PlanV2& plan, const std::vector<bf16>& x, const std::vector<uint16_t>& packed,
-                               const V2MachineOptions& opt, const V2SeamInputs& seam = {});
+                               const V2MachineOptions& opt, const SeamInputs& seam = {});
 
 }  // namespace monokda::emu

@@ -60,11 +60,12 @@ struct CtaState {
     std::vector<MBar> seam;                    // [V2SeamBar]
     bool x_stored = false;                     // the seam's X ran; x_clock: its clock component then
     uint32_t x_clock = 0;
-    // the seam's values: the slice's sources [S][nb + 1][cols] (bank rows, then P'), wq and the gain
-    // [cols]; its own sums before they are sent: PART's [S][nb + 1][rank slices][2], GATE's [S][nb + 2]
-    // (owned rows), Σmixed² [S][rank slices]; what lands in it: part [owned row][nb + 1][slices][2],
-    // wgt [S][nb + 2], msq [S][slices]; mixed and x [S][cols] (x as the bf16 it rounds to)
-    std::vector<float> src, wq, nw, my_part, my_wgt, my_msq, part, wgt, msq, mixed, x;
+    // the seam's values: LOAD's of the slice (its sources, wq and the gain); its own sums before they
+    // are sent: PART's [S][nb + 1][rank slices][2], GATE's [S][nb + 2] (owned rows), Σmixed² [S][rank
+    // slices]; what lands in it: part [owned row][nb + 1][slices][2], wgt [S][nb + 2], msq [S][slices];
+    // mixed and x [S][cols] (x as the bf16 it rounds to)
+    SeamRows rows;
+    std::vector<float> my_part, my_wgt, my_msq, part, wgt, msq, mixed, x;
 };
 
 struct Landing {
@@ -85,7 +86,7 @@ struct Hist { int64_t tick; int32_t proc, pc; char what; };
 class Machine {
 public:
     Machine(const PlanV2& p, const std::vector<bf16>& x, const std::vector<uint16_t>& packed, const V2MachineOptions& o,
-            const V2SeamInputs& seam, V2MachineResult& r);
+            const SeamInputs& seam, V2MachineResult& r);
     void run();
 
 private:
@@ -140,7 +141,7 @@ private:
     const int S_, R_, L_;  // rows of x, ranks, processes a cluster
     std::vector<float> x_;  // [S][D] (a plan without the seam)
     const std::vector<uint16_t>& packed_;
-    const V2SeamInputs& seam_in_;
+    const SeamInputs& seam_in_;
     std::vector<int> seam_slot_;  // [S]: PlanV2::seam_slot of each row, once
     std::vector<Proc> procs_;
     std::vector<CtaState> ctas_;

@@ -4,12 +4,8 @@
 // delay on its receiver's barrier), the consumers' XWAIT, and the detectors where each hand-off is
 // consumed: seam_landed (GATE, MIX and X read only what the phase they waited for counted) and
 // x_ready (a consumer's TAKE ordered after its CTA's X). The hand-offs carry their values too: each
-// stage computes on what has landed in its CTA, in the seam's order (the plan's reduction order:
-// each slice sequential, the slices' partials in order, softmax and mix sequential over the sources),
-// and the consumers multiply the x their CTA's X stored, so a stage that reads early changes proj.
-#include <algorithm>
-#include <cmath>
-
+// stage computes on what has landed in its CTA (core/seam_stages.hpp, the seam's order), and the
+// consumers multiply the x their CTA's X stored, so a stage that reads early changes proj.
 #include "emulator/v2/machine_v2_impl.hpp"
 
 namespace monokda::emu::v2detail {
@@ -159,86 +155,31 @@ void Machine::seam_values_of(const V2SeamSend& x, F&& f) const {
     }
 }
 
-// A stage's arithmetic on CTA k's values, as the reference takes it in the plan's order (SPEC §3 A):
-// LOAD the slice's sources (P' = bf16(P + delta), #1), wq and the gain; PART each (row, source, slice)'s
-// Σv² and Σv·wq, sequential; GATE, for the rows k owns, the slices' partials in order, the logits, the
-// softmax (max, exp, Σe in source order); MIX mixed = Σ_i e_i·v_i / Σe and each slice's Σmixed²; X the
-// slices' Σmixed² in order, 1/rms, x = bf16((mixed · 1/rms) · gain) (#2).
+// A stage's arithmetic on CTA k's values (core/seam_stages.hpp, in the plan's reduction order): LOAD
+// the slice's inputs; PART each (row, source, slice of the rank)'s partials; GATE, for the rows k owns,
+// the softmax from the partials landed; MIX mixed and each slice's Σmixed² from the weights landed; X
+// 1/rms from the Σmixed² landed, and x.
 void Machine::seam_values(int k, V2Op op) {
     CtaState& cs = ctas_[size_t(k)];
-    const Config& c = plan_.config();
-    const int nb = c.nb, src = nb + 1, cols = plan_.slice_cols(), col0 = plan_.rank_of(k) * cols;
-    const int w = plan_.params().seam_slice_cols, rs = plan_.seam_rank_slices(), sl = plan_.seam_slices(), D = c.D;
+    const int nb = plan_.config().nb, src = nb + 1, cols = plan_.slice_cols(), D = plan_.config().D;
+    const int w = plan_.params().seam_slice_cols, sl = plan_.seam_slices();
     const float eps = seam_in_.eps;
-    auto at = [&](int s, int i) { return &cs.src[(size_t(s) * size_t(src) + size_t(i)) * size_t(cols)]; };
     switch (op) {
-        case V2Op::LOAD:
-            for (int d = 0; d < cols; ++d) {
-                cs.wq[size_t(d)] = seam_in_.res_norm_w[size_t(col0 + d)].to_float() * seam_in_.res_proj_w[size_t(col0 + d)].to_float();
-                cs.nw[size_t(d)] = seam_in_.input_norm_w[size_t(col0 + d)].to_float();
-            }
-            for (int s = 0; s < S_; ++s)
-                for (int d = 0; d < cols; ++d) {
-                    const size_t g = size_t(s) * size_t(D) + size_t(col0 + d);
-                    for (int i = 0; i < nb; ++i) at(s, i)[d] = seam_in_.blocks[(size_t(s) * 8 + size_t(i)) * size_t(D) + size_t(col0 + d)].to_float();
-                    at(s, nb)[d] = bf16::round(seam_in_.prefix[g].to_float() + seam_in_.delta[g].to_float()).to_float();
-                }
-            return;
-        case V2Op::PART:
-            for (int s = 0; s < S_; ++s)
-                for (int i = 0; i < src; ++i)
-                    for (int jl = 0; jl < rs; ++jl) {
-                        const float* v = at(s, i) + jl * w;
-                        const float* q = &cs.wq[size_t(jl * w)];
-                        float ss = v[0] * v[0], dot = v[0] * q[0];
-                        for (int d = 1; d < w; ++d) ss = ss + v[d] * v[d], dot = dot + v[d] * q[d];
-                        const size_t o = ((size_t(s) * size_t(src) + size_t(i)) * size_t(rs) + size_t(jl)) * 2;
-                        cs.my_part[o] = ss, cs.my_part[o + 1] = dot;
-                    }
-            return;
+        case V2Op::LOAD: seam_load(seam_in_, plan_.rank_of(k) * cols, cs.rows); return;
+        case V2Op::PART: seam_part_rows(cs.rows, w, cs.my_part.data()); return;
         case V2Op::GATE:
-            for (int s = 0; s < S_; ++s) {
-                if (plan_.seam_owner[size_t(s)] != plan_.rank_of(k)) continue;
-                const float* p = &cs.part[size_t(seam_slot_[size_t(s)]) * size_t(src) * size_t(sl) * 2];
-                std::vector<float> logit(static_cast<size_t>(src)), e(static_cast<size_t>(src));
-                for (int i = 0; i < src; ++i) {
-                    const float* q = p + size_t(i) * size_t(sl) * 2;
-                    float ss = q[0], dot = q[1];
-                    for (int j = 1; j < sl; ++j) ss = ss + q[2 * j], dot = dot + q[2 * j + 1];
-                    logit[size_t(i)] = dot * (1.0f / std::sqrt(ss / float(D) + eps));
-                }
-                const float m = *std::max_element(logit.begin(), logit.end());
-                float den = 0.f;
-                for (int i = 0; i < src; ++i) e[size_t(i)] = std::exp(logit[size_t(i)] - m), den = i ? den + e[size_t(i)] : e[size_t(i)];
-                for (int i = 0; i < src; ++i) cs.my_wgt[size_t(s) * size_t(src + 1) + size_t(i)] = e[size_t(i)];
-                cs.my_wgt[size_t(s) * size_t(src + 1) + size_t(src)] = den;
-            }
+            for (int s = 0; s < S_; ++s)
+                if (plan_.seam_owner[size_t(s)] == plan_.rank_of(k))
+                    seam_gate(&cs.part[size_t(seam_slot_[size_t(s)]) * size_t(src) * size_t(sl) * 2], nb, sl, D, eps,
+                              &cs.my_wgt[size_t(s) * size_t(src + 1)]);
             return;
-        case V2Op::MIX:
-            for (int s = 0; s < S_; ++s) {
-                const float* e = &cs.wgt[size_t(s) * size_t(src + 1)];
-                for (int d = 0; d < cols; ++d) {
-                    float m = e[0] * at(s, 0)[d];
-                    for (int i = 1; i < src; ++i) m = m + e[i] * at(s, i)[d];
-                    cs.mixed[size_t(s) * size_t(cols) + size_t(d)] = m / e[src];
-                }
-                for (int jl = 0; jl < rs; ++jl) {
-                    const float* m = &cs.mixed[size_t(s) * size_t(cols) + size_t(jl * w)];
-                    float q = m[0] * m[0];
-                    for (int d = 1; d < w; ++d) q = q + m[d] * m[d];
-                    cs.my_msq[size_t(s) * size_t(rs) + size_t(jl)] = q;
-                }
-            }
-            return;
+        case V2Op::MIX: seam_mix_rows(cs.rows, cs.wgt.data(), w, cs.mixed.data(), cs.my_msq.data()); return;
         case V2Op::X:
             for (int s = 0; s < S_; ++s) {
-                const float* q = &cs.msq[size_t(s) * size_t(sl)];
-                float ms = q[0];
-                for (int j = 1; j < sl; ++j) ms = ms + q[j];
-                const float rr = 1.0f / std::sqrt(ms / float(D) + eps);
+                const float rr = seam_rr(&cs.msq[size_t(s) * size_t(sl)], sl, D, eps);
                 for (int d = 0; d < cols; ++d) {
                     const size_t o = size_t(s) * size_t(cols) + size_t(d);
-                    cs.x[o] = bf16::round((cs.mixed[o] * rr) * cs.nw[size_t(d)]).to_float();
+                    cs.x[o] = seam_x(cs.mixed[o], rr, cs.rows.nw[size_t(d)]).to_float();
                 }
             }
             return;
