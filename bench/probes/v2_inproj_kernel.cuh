@@ -61,7 +61,8 @@ struct Args {
     SeamPlan seam_plan;           // the plan's seam entries (filled from it)
     int tail;                     // 1: the owners publish proj as tagged words, head h's cluster (h < 12) polls its rows
                                   // (v2_tail_hop.cuh); 2: published, not polled; 3: polled with a 256 ns sleep a round;
-                                  // 4: each group polled once the CTA's own cluster has sent its last unit of it
+                                  // 4: each group polled once the CTA's own cluster has sent its last unit of it;
+                                  // 5: both warps poll each group together, 16 pieces a lane a round
     signed char tail_after[kClusters][3];  // cluster c's last unit (index in the cluster) of f_a+beta, head c's q, k, v, g
     int free_first;               // the reducer frees a receive slot before it stores the rows it summed
     uint32_t* tagged;             // [S][N] tagged words, never cleared
@@ -349,12 +350,16 @@ __device__ void consume(const Cta& k, int cw, int lane) {
 }
 
 // The tail's side of the hop on rank t of head h's cluster (h = the cluster): warp 2 waits for f_a
-// and beta, then the head's q and k and v's rows 16t .. 16t + 15; warp 3 for g's same rows.
+// and beta, then the head's q and k and v's rows 16t .. 16t + 15; warp 3 for g's same rows. tail 5:
+// both warps wait for each group in turn, twice the lanes and pieces a round.
 template <int NT>
 __device__ void await_tail(const Cta& k, int warp, int lane) {
     const Args& a = k.a;
     const int h = k.cl, rows = h * kHeadRows + k.rank * kTaskRows;
     const uint32_t sleep = a.tail == 3 ? 256u : 0u;
+    const TagRows gate_rows{{kRowFa}, {kRowBeta + kTailHeads - kRowFa}, 1};  // f_a and beta
+    const TagRows qkv{{kRowQ + h * kHeadRows, kRowK + h * kHeadRows, kRowV + rows}, {kHeadRows, kHeadRows, kTaskRows}, 3};
+    const TagRows g_rows{{kRowG + rows}, {kTaskRows}, 1};
     auto gate = [&](int g) {  // tail 4: not before this cluster has sent its part of the group
         const int after = a.tail == 4 ? a.tail_after[k.cl][g] : -1;
         if (after >= 0) probe::spin([&] { return *reinterpret_cast<volatile int*>(k.sent) > after; });
@@ -362,17 +367,30 @@ __device__ void await_tail(const Cta& k, int warp, int lane) {
     auto stamp = [&](int s) {
         if (lane == 0) k.st[kTail0 + s] = now_ns();
     };
-    if (warp == kSeamWarp0) {
+    if (a.tail == 5) {
+        const int th = (warp - kSeamWarp0) * 32 + lane;
+        await_tagged<16>(a.tagged, gate_rows, a.S, a.tag, th, 64, 0);
+        tail_bar();
+        if (warp == kSeamWarp0) stamp(kTailGate);
+        await_tagged<16>(a.tagged, qkv, a.S, a.tag, th, 64, 0);
+        tail_bar();
+        if (warp == kSeamWarp0) stamp(kTailQkv);
+        await_tagged<16>(a.tagged, g_rows, a.S, a.tag, th, 64, 0);
+        tail_bar();
+        if (warp == kSeamWarp0) stamp(kTailG);
+    } else if (warp == kSeamWarp0) {
         gate(0);
-        await_tagged(a.tagged, TagRows{{kRowFa}, {kRowBeta + kTailHeads - kRowFa}, 1}, a.S, a.tag, lane, sleep);  // f_a and beta
+        await_tagged<8>(a.tagged, gate_rows, a.S, a.tag, lane, 32, sleep);
+        __syncwarp();
         stamp(kTailGate);
         gate(1);
-        const TagRows qkv{{kRowQ + h * kHeadRows, kRowK + h * kHeadRows, kRowV + rows}, {kHeadRows, kHeadRows, kTaskRows}, 3};
-        await_tagged(a.tagged, qkv, a.S, a.tag, lane, sleep);
+        await_tagged<8>(a.tagged, qkv, a.S, a.tag, lane, 32, sleep);
+        __syncwarp();
         stamp(kTailQkv);
     } else {
         gate(2);
-        await_tagged(a.tagged, TagRows{{kRowG + rows}, {kTaskRows}, 1}, a.S, a.tag, lane, sleep);
+        await_tagged<8>(a.tagged, g_rows, a.S, a.tag, lane, 32, sleep);
+        __syncwarp();
         stamp(kTailG);
     }
 }

@@ -24,6 +24,9 @@ constexpr int kRowQ = 0, kRowK = kProductionShape.E(), kRowV = 2 * kProductionSh
 constexpr int kRowFa = 4 * kProductionShape.E(), kRowBeta = kRowFa + kProductionShape.F;
 static_assert(kRowBeta % 4 == 0 && kHeadRows % 4 == 0, "a group's rows start on a 16-byte piece");
 
+// The two polling warps' named barrier (tail 5): 0 the CTA's, 1 the consumers', 2-5 the tile pairs', 6 the seam's.
+__device__ __forceinline__ void tail_bar() { asm volatile("bar.sync 7, 64;" ::: "memory"); }
+
 __device__ __forceinline__ uint32_t tagged_word(uint32_t bf16_bits, uint32_t tag) { return bf16_bits | tag << 16; }
 
 // An owner's 8 rounded rows of column `col` (bf16 pairs, low half first), published as 8 tagged words.
@@ -49,35 +52,36 @@ struct TagRows {
     }
 };
 
-// One warp waits until every word of the ranges carries `tag`: each lane holds up to kBatch 16-byte
-// pieces, loads all of them that are not yet in, and again until all are (one load round a poll, not
-// one a piece), sleeping sleep_ns between rounds. Bounded: probe::spin traps after 200 ms.
-__device__ __forceinline__ void await_tagged(const uint32_t* tagged, const TagRows& t, int S, uint32_t tag, int lane, uint32_t sleep_ns) {
-    constexpr int kBatch = 8;
+// `lanes` threads (a warp, or a team of warps, t its thread) wait until every word of the ranges
+// carries `tag`: each thread holds up to Batch 16-byte pieces, loads all of them that are not yet
+// in, and again until all are (one load round a poll, not one a piece), sleeping sleep_ns between
+// rounds. Bounded: probe::spin traps after 200 ms. The caller syncs the team after.
+template <int Batch>
+__device__ __forceinline__ void await_tagged(const uint32_t* tagged, const TagRows& t, int S, uint32_t tag, int th, int lanes,
+                                             uint32_t sleep_ns) {
     const int pieces = t.pieces(), total = pieces * S;
     auto in = [&](uint4 v) { return (v.x >> 16) == tag && (v.y >> 16) == tag && (v.z >> 16) == tag && (v.w >> 16) == tag; };
-    for (int first = 0; first < total; first += 32 * kBatch) {
-        const uint32_t* at[kBatch];
+    for (int first = 0; first < total; first += lanes * Batch) {
+        const uint32_t* at[Batch];
         uint32_t pending = 0;
 #pragma unroll
-        for (int j = 0; j < kBatch; ++j) {
-            const int i = first + j * 32 + lane;
+        for (int j = 0; j < Batch; ++j) {
+            const int i = first + j * lanes + th;
             at[j] = tagged + size_t(i / pieces) * N + t.row(i % pieces);
             if (i < total) pending |= 1u << j;
         }
         probe::spin([&] {
-            uint4 v[kBatch];  // every load of the round issued before the first is looked at
+            uint4 v[Batch];  // every load of the round issued before the first is looked at
 #pragma unroll
-            for (int j = 0; j < kBatch; ++j)
+            for (int j = 0; j < Batch; ++j)
                 if (pending >> j & 1u) v[j] = ld_relaxed128(at[j]);
 #pragma unroll
-            for (int j = 0; j < kBatch; ++j)
+            for (int j = 0; j < Batch; ++j)
                 if ((pending >> j & 1u) && in(v[j])) pending &= ~(1u << j);
             if (pending && sleep_ns) __nanosleep(sleep_ns);  // fewer rounds beside the stream
             return pending == 0;
         });
     }
-    __syncwarp();
 }
 
 }  // namespace monokda::probe::v2

@@ -32,13 +32,14 @@ long tagged_mismatches(Device& d, int S, uint32_t tag) {
 }
 
 // One case's hop with tail setting `tail` (1 polled, 3 polled with a sleep a round, 4 polled once the
-// CTA's own cluster has sent its last unit of the group, v2_inproj_kernel.cuh's Args): each group's
+// CTA's own cluster has sent its last unit of the group, 5 by both warps together: v2_inproj_kernel.cuh's
+// Args): each group's
 // rows in and seen (the last rank that needs them), medians over `reps`, printed; in_proj's end
 // with the hop, with the words published but not polled (2), and without (0), interleaved.
 int tailhop_case(Device& d, Case c, int reps) {
     const PlanV2& plan = tables(d, c).plan;
     std::vector<std::vector<double>> in, seen;  // [group][launch]: f_a+beta, heads 0..11, g
-    std::vector<float> proj[5], mhz[5];  // by tail setting
+    std::vector<float> proj[6], mhz[6];  // by tail setting (Args::tail: 0 .. 5)
     long bad = 0;
     const int polled = c.tail;
     for (int i = 0; i < reps; ++i) {
@@ -74,7 +75,7 @@ int tailhop_mode(Device& d, int reps) {
     int rc = 0;
     for (int S : {1, 4, 16})
         for (int seam : {0, 1})
-            for (int tail : {1, 3, 4})
+            for (int tail : {1, 5, 3, 4})
                 for (int free_first : {0, 1}) {
                     if (free_first && tail != 1) continue;  // the reducer's order, on the plain poll
                     Case c = seam_setting(S);
