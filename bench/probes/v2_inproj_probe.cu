@@ -52,6 +52,7 @@
 #include "bench/probes/v2_seam_host.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -481,10 +482,21 @@ int check_mode(Device& d, const Case* settings) {
 int main(int argc, char** argv) {
     const std::string mode = argc > 1 ? argv[1] : "all";
     const int reps = argc > 2 ? std::atoi(argv[2]) : 20;
-    int dev = 0;
-    check(cudaSetDevice(dev), "device");
+    static const char* const kModes[] = {"residency", "rate", "tune",      "inproj", "ab",      "delay", "trace",
+                                         "check",     "seam", "seamcheck", "heads",  "tailhop", "all"};
+    if (std::none_of(std::begin(kModes), std::end(kModes), [&](const char* m) { return mode == m; }) || reps < 1 || argc > 3) {
+        std::fprintf(stderr, "monokda-v2-inproj-probe: bad arguments (usage: monokda-v2-inproj-probe [MODE] [REPS >= 1]; modes: "
+                             "residency rate tune inproj ab delay trace check seam seamcheck heads tailhop all)\n");
+        return 2;
+    }
+    int dev = 0, count = 0;
     cudaDeviceProp prop{};
-    check(cudaGetDeviceProperties(&prop, dev), "properties");
+    // no sm_90 GPU: skipped (exit 77, as ctest's gpu tests are told)
+    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0 || cudaGetDeviceProperties(&prop, dev) != cudaSuccess || prop.major != 9) {
+        std::printf("monokda-v2-inproj-probe: no sm_90 GPU here: skipped\n");
+        return 77;
+    }
+    check(cudaSetDevice(dev), "device");
     std::printf("monokda-v2-inproj-probe on %s, %d SMs; weight %d x %d bf16 packed for %d clusters x %d\n", prop.name,
                 prop.multiProcessorCount, N, D, kClusters, kRanks);
     Device d = setup();
