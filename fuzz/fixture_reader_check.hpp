@@ -3,15 +3,10 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
-#include <string>
+
+#include "fuzz/reader_verdict.hpp"
 
 namespace monokda::fuzz {
-
-struct ReaderVerdict {
-    enum Kind { ACCEPTED, REJECTED } kind = REJECTED;
-    std::string stage;    // "safetensors", "step" (Config + StepInputs) or "" when accepted
-    std::string message;  // the BadInput text when rejected
-};
 
 // Parses bytes as a safetensors file, then as a step fixture (Config::from_metadata,
 // StepInputs::from_file). Whatever parses must survive a write/read round trip unchanged, and a
