@@ -76,6 +76,10 @@ void PlanV2Params::validate(const Config& c) const {
     need(seam_slice_cols >= 1 && c.D % ranks == 0 && (c.D / ranks) % seam_slice_cols == 0,
          "seam_slice_cols = " + std::to_string(seam_slice_cols) + " must divide a rank's " + std::to_string(c.D / ranks) + " columns");
     need(!seam || (c.nb >= 1 && c.nb + 2 <= 32), "the seam's gate takes a lane a source: nb + 2 must be in 3..32");
+    need(tail == 0 || tail == 1, "tail must be 0 (the plan ends at proj) or 1 (the kda tasks in it)");
+    need(!tail || (c.V % kV2TileRows == 0 && c.V / kV2TileRows <= ranks),
+         "the tail's tasks are 16 state rows each, a (request, head)'s on distinct ranks: V = " + std::to_string(c.V) +
+             " must be whole 16-row tiles, at most ranks of them");
 }
 
 PlanV2 PlanV2::build(const Config& cfg, const PlanV2Params& params) {
@@ -88,6 +92,7 @@ PlanV2 PlanV2::build(const Config& cfg, const PlanV2Params& params) {
     p.lay_streams();
     p.lay_buffers();
     p.lay_seam();
+    p.lay_tail();
     p.write_programs();
     return p;
 }
@@ -202,6 +207,16 @@ void PlanV2::lay_seam() {
         for (int t = 0; t < R; ++t) seam_sends.push_back({k, cta(c, t), int32_t(V2SeamBar::msq), seam_msq_bytes()});
     }
     seam_send_begin.push_back(int32_t(seam_sends.size()));
+}
+
+// (request, head) pair q = r·H + h on cluster q mod clusters (at R = 1, head h on cluster h, so that
+// the heads' rows, dealt round-robin, are a cluster each), its tile t on rank t; onrm = q / clusters.
+void PlanV2::lay_tail() {
+    tasks.clear();
+    if (!params_.tail) return;
+    const int C = params_.clusters;
+    for (int q = 0; q < cfg_.R * cfg_.H; ++q)
+        for (int t = 0; t < tail_tiles(); ++t) tasks.push_back({q / cfg_.H, q % cfg_.H, t, q % C, t, q / C});
 }
 
 void PlanV2::write_programs() {

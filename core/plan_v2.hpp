@@ -1,7 +1,8 @@
 // Kernel v2's in_proj as data (docs/kernel-v2.md, docs/plan.md "Kernel v2"): the clusters, the unit
 // table, each CTA's ring and chunk list, the cluster buffers that carry a unit's partials to their
 // owner, the cluster barriers, the seam that computes x in each cluster (its barriers, byte counts,
-// row owners and hand-offs), and every role instance's program with the waits each step implies.
+// row owners and hand-offs), the tail's kda tasks (where they run; their steps are to come), and every
+// role instance's program with the waits each step implies.
 // Built once from (Config, PlanV2Params); the emulator runs it (emulator/v2/), serialize() is the flat
 // table the device is to read, and the checks (plan_v2_checks.cpp) hold its tables to each other.
 #pragma once
@@ -39,6 +40,9 @@ struct PlanV2Params {
     // 0, x an input. for_config turns it on where its shared memory fits beside in_proj's.
     int seam = 1;
     int seam_slice_cols = 128;  // columns a seam slice (v1's attn slice): a reduction's partials are a slice's
+    // The tail (docs/kernel-v2.md "The tail"): 1, the kda tasks are in the plan (their table; their
+    // steps, hand-offs and waits are still to come); 0, the plan ends at proj.
+    int tail = 0;
 
     // The production shape's setting the probes measured (docs/results/2026-12-02-h200-v2-derisk.md:
     // 28 KB chunks x 3, 4 receive slots; at S >= 64 16 KB chunks, 2 slots); the small shape's keeps every
@@ -147,6 +151,13 @@ struct V2SeamLayout {
     }
     // column c of the rank's slice of row s, in mixed (f32 index from `mixed`)
     MONOKDA_HD int mixed_at(int s, int c) const { return (s * (cols / slice) + c / slice) * mix_row + c % slice; }
+};
+
+// A kda task of the tail: 16 state rows (v = 16·tile ..) of (request, head), on `rank` of `cluster`.
+// A pair's tasks share one cluster, so their partial Σō² meet in it; onrm: the pair's place among
+// its cluster's pairs (which of the CTA's partial-norm barriers it uses).
+struct V2Task {
+    int32_t request, head, tile, cluster, rank, onrm;
 };
 
 enum class V2Role : int32_t { producer = 0, reducer = 1, consumer = 2, seam = 3 };
@@ -263,6 +274,9 @@ public:
     std::vector<int32_t> seam_send_begin; // [cta + 1]: CTA k's sends are seam_sends[begin[k] .. begin[k + 1])
     std::vector<V2SeamSend> seam_sends;   // by sender, in program order: part, wgt, msq; each by receiver rank
     std::vector<std::vector<V2Instr>> programs;  // [process]
+    // the tail (empty without it): by request, head, tile
+    std::vector<V2Task> tasks;
+    int tail_tiles() const { return cfg_.V / kV2TileRows; }  // tasks a (request, head)
 
     // What step i of process p waits for, in order (derived from the tables each call, so an edited
     // table changes the waits as it would the kernel's).
@@ -309,6 +323,7 @@ private:
     void lay_streams();
     void lay_buffers();
     void lay_seam();
+    void lay_tail();
     void write_programs();
     Config cfg_;
     PlanV2Params params_;

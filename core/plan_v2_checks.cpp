@@ -416,6 +416,48 @@ void seam_programs(Checker& c) {
     }
 }
 
+// The tail's tasks: every (request, head, tile) once; a pair's tasks on one cluster, on distinct
+// ranks, with one partial-norm barrier, which no other pair of the cluster uses. Without the tail, none.
+void tail_tasks(Checker& c) {
+    const PlanV2& p = c.p;
+    const Config& cfg = p.config();
+    if (!p.params().tail) {
+        c.need(p.tasks.empty(), "a plan without the tail has " + n(long(p.tasks.size())) + " tasks");
+        return;
+    }
+    const int T = p.tail_tiles();
+    std::map<std::array<int, 3>, int> seen;             // (request, head, tile) -> tasks
+    std::map<std::array<int, 2>, std::set<int>> where;  // (request, head) -> clusters, ranks and onrm, packed
+    std::map<std::array<int, 2>, std::set<int>> ranks;
+    std::map<std::array<int, 2>, std::array<int, 2>> pair_of_onrm;  // (cluster, onrm) -> its pair
+    for (const V2Task& t : p.tasks) {
+        const std::string name = "task (request " + n(t.request) + ", head " + n(t.head) + ", tile " + n(t.tile) + ")";
+        if (t.request < 0 || t.request >= cfg.R || t.head < 0 || t.head >= cfg.H || t.tile < 0 || t.tile >= T || t.cluster < 0 ||
+            t.cluster >= p.params().clusters || t.rank < 0 || t.rank >= p.params().ranks || t.onrm < 0) {
+            c.fail(name + " names a request, head, tile, cluster, rank or barrier outside the plan");
+            continue;
+        }
+        ++seen[{t.request, t.head, t.tile}];
+        where[{t.request, t.head}].insert(t.cluster * 65536 + t.onrm);
+        c.need(ranks[{t.request, t.head}].insert(t.rank).second, name + " shares rank " + n(t.rank) + " with another tile of its pair");
+        const auto at = pair_of_onrm.emplace(std::array<int, 2>{t.cluster, t.onrm}, std::array<int, 2>{t.request, t.head});
+        c.need(at.first->second == (std::array<int, 2>{t.request, t.head}),
+               name + " uses partial-norm barrier " + n(t.onrm) + " of cluster " + n(t.cluster) + ", which (request " +
+                   n(at.first->second[0]) + ", head " + n(at.first->second[1]) + ") uses");
+    }
+    for (int r = 0; r < cfg.R; ++r)
+        for (int h = 0; h < cfg.H; ++h) {
+            for (int t = 0; t < T; ++t) {
+                const auto it = seen.find({r, h, t});
+                const int k = it == seen.end() ? 0 : it->second;
+                c.need(k == 1, "(request " + n(r) + ", head " + n(h) + ", tile " + n(t) + ") has " + n(k) + " tasks");
+            }
+            const auto it = where.find({r, h});
+            c.need(it == where.end() || it->second.size() == 1,
+                   "(request " + n(r) + ", head " + n(h) + ")'s tasks are not on one cluster with one partial-norm barrier");
+        }
+}
+
 // A plan read from a file: what the file says of its steps and CTAs is what its tables give
 // (PlanV2::misdescribed; the file's descriptions are not read as the plan, so a stale one is named).
 void file_descriptions(Checker& c) {
@@ -437,7 +479,8 @@ const std::vector<std::pair<std::string, std::function<void(Checker&)>>>& checks
         {"free_counts", free_counts},                 {"cluster_barriers", cluster_barriers},
         {"seam_armed", seam_armed},                   {"seam_sends", seam_sends},
         {"seam_owners", seam_owners},                 {"seam_programs", seam_programs},
-        {"smem_fits", smem_fits},                     {"file_descriptions", file_descriptions},
+        {"tail_tasks", tail_tasks},                   {"smem_fits", smem_fits},
+        {"file_descriptions", file_descriptions},
     };
     return list;
 }

@@ -296,6 +296,12 @@ std::string PlanV2::to_json(bool stamped) const {
         seam["ctas"] = sc;
     }
     j["seam"] = seam;
+    if (params_.tail) {  // absent: the plan ends at proj
+        ordered_json ts = ordered_json::array();
+        for (const V2Task& t : tasks)
+            ts.push_back({{"request", t.request}, {"head", t.head}, {"tile", t.tile}, {"cluster", t.cluster}, {"rank", t.rank}, {"onrm", t.onrm}});
+        j["tail"] = {{"tasks", ts}};
+    }
     return j.dump(1) + "\n";
 }
 

@@ -69,6 +69,7 @@ public:
     void buffers(const json& j);
     void barriers(const json& j);
     void seam(const json& j);
+    void tail(const json& j);
     void programs(const json& j);
     void descriptions(const json& j);
 
@@ -122,10 +123,27 @@ void PlanV2FileReader::params(const json& j) {
     const json& js = rd_.object(j.at("seam"), "seam", {"enabled", "slice_cols"}, {"row_owner", "ctas"});
     pp.seam = rd_.boolean(js.at("enabled"), "seam.enabled");
     pp.seam_slice_cols = num(js.at("slice_cols"), "seam.slice_cols", 1, c.D);
+    pp.tail = j.contains("tail") ? 1 : 0;
     try {
         pp.validate(c);
     } catch (const BadInput& e) {
         rd_.fail("", e.what());
+    }
+}
+
+// the tail's tasks (the file has a "tail" where the plan has one)
+void PlanV2FileReader::tail(const json& j) {
+    if (!j.contains("tail")) return;
+    const Config& c = p_.cfg_;
+    const PlanV2Params& pp = p_.params_;
+    const json& jt = rd_.object(j.at("tail"), "tail", {"tasks"});
+    const json& ts = rd_.array(jt.at("tasks"), "tail.tasks", 0, size_t(c.R) * size_t(c.H) * size_t(pp.ranks));
+    for (size_t i = 0; i < ts.size(); ++i) {
+        const std::string path = json_path_index("tail.tasks", i);
+        const json& x = rd_.object(ts[i], path, {"request", "head", "tile", "cluster", "rank", "onrm"});
+        p_.tasks.push_back({num(x.at("request"), path + ".request", 0, c.R - 1), num(x.at("head"), path + ".head", 0, c.H - 1),
+                            num(x.at("tile"), path + ".tile", 0, pp.ranks - 1), num(x.at("cluster"), path + ".cluster", 0, pp.clusters - 1),
+                            num(x.at("rank"), path + ".rank", 0, pp.ranks - 1), num(x.at("onrm"), path + ".onrm", 0, c.R * c.H)});
     }
 }
 
@@ -382,7 +400,7 @@ PlanV2 PlanV2::from_json(const std::string& text, const std::string& what) {
                               kPlanV2Format + "\"");
     rd.object(j, "", {"format", "version", "config", "clusters", "ring", "recv_slots", "packed_weight_bytes", "units", "cluster_first", "ctas",
                       "cluster_buffers", "cluster_barriers", "seam"},
-              {"comment", "monokda_version", "monokda_commit", "partial_bytes", "reduction_order"});
+              {"comment", "monokda_version", "monokda_commit", "partial_bytes", "reduction_order", "tail"});
     if (j.at("format") != kPlanV2Format) rd.fail("format", "must be \"" + std::string(kPlanV2Format) + "\" (this is not a kernel v2 plan file)");
     const int64_t version = rd.integer(j.at("version"), "version", 0, INT32_MAX);
     if (version != kPlanV2FileVersion)
@@ -400,6 +418,7 @@ PlanV2 PlanV2::from_json(const std::string& text, const std::string& what) {
     r.buffers(j);
     r.barriers(j);
     r.seam(j);
+    r.tail(j);
     r.programs(j);
     r.descriptions(j);
     return p;

@@ -373,3 +373,40 @@ TEST_CASE("the parameters: the probes' setting by S, and bad values named") {
     refused([](PlanV2Params& p) { p.recv_slots = 0; }, "recv_slots");
     refused([](PlanV2Params& p) { p.ring_depth = 0; }, "ring_depth");
 }
+
+TEST_CASE("the tail's tasks: a (request, head)'s tiles on the ranks of one cluster, the pairs round-robin, as worked out by hand") {
+    auto tail_plan = [](const char* preset, int R, int L) {
+        const Config c = step(preset, R, L);
+        PlanV2Params pp = PlanV2Params::for_config(c);
+        CHECK(pp.tail == 0);  // not yet on by default: nothing runs the tail's steps
+        pp.tail = 1;
+        return PlanV2::build(c, pp);
+    };
+    auto is = [](const V2Task& t, std::array<int, 6> want) {
+        return std::array<int, 6>{t.request, t.head, t.tile, t.cluster, t.rank, t.onrm} == want;
+    };
+    CHECK(plan_for("k3", 1, 4).tasks.empty());
+    // R = 1: head h on cluster h, tile t (state rows 16t ..) on rank t; clusters 12-14 have none
+    const PlanV2 one = tail_plan("k3", 1, 4);
+    REQUIRE(one.tasks.size() == 12 * 8);
+    CHECK(is(one.tasks[0], {0, 0, 0, 0, 0, 0}));
+    CHECK(is(one.tasks[5 * 8 + 3], {0, 5, 3, 5, 3, 0}));
+    CHECK(is(one.tasks[11 * 8 + 7], {0, 11, 7, 11, 7, 0}));
+    CHECK(one.problems().empty());
+    // R = 2: pair q = 12r + h on cluster q mod 15, barrier q / 15: (1, 2) is q 14 on cluster 14, (1, 3) q 15 back on cluster 0
+    const PlanV2 two = tail_plan("k3", 2, 1);
+    REQUIRE(two.tasks.size() == 24 * 8);
+    CHECK(is(two.tasks[14 * 8 + 6], {1, 2, 6, 14, 6, 0}));
+    CHECK(is(two.tasks[15 * 8 + 2], {1, 3, 2, 0, 2, 1}));
+    CHECK(two.problems().empty());
+    // the small shape: V 32, two tiles a pair; two clusters
+    const PlanV2 small = tail_plan("small", 2, 4);
+    REQUIRE(small.tasks.size() == 8);
+    const std::array<std::array<int, 6>, 8> want = {{{0, 0, 0, 0, 0, 0}, {0, 0, 1, 0, 1, 0}, {0, 1, 0, 1, 0, 0}, {0, 1, 1, 1, 1, 0},
+                                                     {1, 0, 0, 0, 0, 1}, {1, 0, 1, 0, 1, 1}, {1, 1, 0, 1, 0, 1}, {1, 1, 1, 1, 1, 1}}};
+    for (size_t i = 0; i < want.size(); ++i) {
+        CAPTURE(i);
+        CHECK(is(small.tasks[i], want[i]));
+    }
+    CHECK(small.problems().empty());
+}

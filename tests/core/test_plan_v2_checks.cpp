@@ -57,6 +57,8 @@ const std::vector<Plant>& plants() {
         {"owners_publish_rows", "publishes rows 264..; owner rank 0 of unit 0 owns 256..", [](PlanV2& p) { p.recvs[0].row0 = 264; }},
         {"recv_slot_rounds", "is slot 0 round 2; unit 2 of its cluster takes slot 0 round 1", [](PlanV2& p) { p.recvs[recv_of(p, 2, 0)].round = 2; }},
         {"free_counts", "arrive 9 times on each free barrier", [](PlanV2& p) { p.frees[0].count += 1; }},
+        // a task in a plan without the tail
+        {"tail_tasks", "a plan without the tail has 1 tasks", [](PlanV2& p) { p.tasks.push_back({0, 0, 0, 0, 0, 0}); }},
         // cluster 0's entry barrier a CTA barrier (as the emulator's missing_cluster_barrier fault)
         {"cluster_barriers", "the entry barrier of cluster 0 has CTA scope", [](PlanV2& p) { p.barriers[0].scope = 1; }},
         {"smem_fits", "CTA 4 needs", [](PlanV2& p) { p.rings[4].slot_bytes = 240 * 1024; }},
@@ -122,4 +124,36 @@ TEST_CASE("each check alone fires on its planted bad plan, and names the problem
     }
     // every check has its plant
     CHECK(planted == std::set<std::string>(PlanV2::check_names().begin(), PlanV2::check_names().end()));
+}
+
+TEST_CASE("a tail plan's tasks: one moved, doubled or sharing a barrier, each named by tail_tasks alone") {
+    Config c = Config::preset("small");
+    c.R = 2, c.L = 4, c.slots = c.S() + 1;
+    PlanV2Params pp = PlanV2Params::for_config(c);
+    pp.tail = 1;
+    const PlanV2 base = PlanV2::build(c, pp);
+    REQUIRE(base.problems().empty());
+    const std::vector<Plant> edits = {
+        // (request 0, head 0)'s tile 1 on cluster 1: its partial norms could not meet in a cluster
+        {"tail_tasks", "(request 0, head 0)'s tasks are not on one cluster", [](PlanV2& p) { p.tasks[1].cluster = 1; }},
+        // tile 1 of (0, 0) computed twice, tile 0 of (0, 1) never
+        {"tail_tasks", "(request 0, head 1, tile 0) has 0 tasks", [](PlanV2& p) { p.tasks[2] = p.tasks[1]; }},
+        // (1, 0) on cluster 0's barrier 0, which (0, 0) uses
+        {"tail_tasks", "uses partial-norm barrier 0 of cluster 0, which (request 0, head 0) uses", [](PlanV2& p) {
+             p.tasks[4].onrm = 0;
+             p.tasks[5].onrm = 0;
+         }},
+        // two tiles of (0, 0) on rank 0
+        {"tail_tasks", "shares rank 0 with another tile of its pair", [](PlanV2& p) { p.tasks[1].rank = 0; }},
+    };
+    for (const Plant& e : edits) {
+        CAPTURE(e.names);
+        PlanV2 p = base;
+        e.edit(p);
+        std::set<std::string> fired;
+        bool named = false;
+        for (const auto& x : p.problems()) fired.insert(x.check), named |= x.what.find(e.names) != std::string::npos;
+        CHECK(fired == std::set<std::string>{"tail_tasks"});
+        CHECK(named);
+    }
 }

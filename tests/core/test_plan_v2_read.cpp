@@ -71,6 +71,23 @@ TEST_CASE("a written plan reads back: its flat table word for word, its file the
     PlanV2Params off = PlanV2Params::for_config(small_plan().config());
     off.seam = 0;
     check_round_trip(PlanV2::build(small_plan().config(), off));
+    PlanV2Params tail = PlanV2Params::for_config(small_plan().config());
+    tail.tail = 1;  // the tail's tasks too
+    const PlanV2 t = PlanV2::build(small_plan().config(), tail);
+    check_round_trip(t);
+    CHECK(PlanV2::from_json(t.to_json()).tasks.size() == 8);
+    CHECK(PlanV2::from_json(t.to_json()).params().tail == 1);
+}
+
+TEST_CASE("a tail plan's file: a task's value out of range is refused, naming it") {
+    Config c = small_plan().config();
+    PlanV2Params pp = PlanV2Params::for_config(c);
+    pp.tail = 1;
+    json j = json::parse(PlanV2::build(c, pp).to_json());
+    j["tail"]["tasks"][3]["rank"] = 99;
+    CHECK(bad_input_message([&] { PlanV2::from_json(j.dump()); }).find("tail.tasks[3].rank: must be in 0..7 (got 99)") != std::string::npos);
+    j["tail"]["tasks"][3].erase("rank");
+    CHECK(bad_input_message([&] { PlanV2::from_json(j.dump()); }).find("tail.tasks[3]: has no \"rank\"") != std::string::npos);
 }
 
 TEST_CASE("the programs are the file's: an edited step order is read as written, not rebuilt from the parameters") {
@@ -217,6 +234,16 @@ TEST_CASE("an edited file's wrong table is named by the check it reaches") {
         // a program step dropped: consumer 0 of CTA 3 frees chunk 0 without taking it
         {"ring_arrivals", "CTA 3 consumer 0 frees chunk 0 it has not taken", [](json& j) { j["ctas"][3]["roles"][2]["program"].erase(2); }},
         {"smem_fits", "CTA 4 needs", [](json& j) { j["ctas"][4]["ring"]["slot_bytes"] = 240 * 1024; }},
+        // the tail added by hand, (request 0, head 0)'s tile 1 on the other cluster
+        {"tail_tasks", "(request 0, head 0)'s tasks are not on one cluster",
+         [](json& j) {
+             json ts = json::array();
+             for (int q = 0; q < 4; ++q)
+                 for (int t = 0; t < 2; ++t)
+                     ts.push_back({{"request", q / 2}, {"head", q % 2}, {"tile", t}, {"cluster", q % 2}, {"rank", t}, {"onrm", q / 2}});
+             ts[1]["cluster"] = 1;
+             j["tail"] = {{"tasks", ts}};
+         }},
         // the tables as written, a description that is not theirs
         {"file_descriptions", "ctas[3].roles[2].program[2].waits is [\"full[slot 1] of CTA 3 round 0\"]; the tables give [\"full[slot 0] of CTA 3 round 0\"]",
          [](json& j) { j["ctas"][3]["roles"][2]["program"][2]["waits"][0] = "full[slot 1] of CTA 3 round 0"; }},

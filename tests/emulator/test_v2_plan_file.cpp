@@ -230,7 +230,7 @@ TEST_CASE("plan check and emulate --kernel v2 --plan on a written file: sound, a
     INFO(r.out);
     CHECK(r.code == 0);
     CHECK(contains(r.out, "kernel v2 in_proj, 2 clusters of 8 (16 CTAs), 6 units, for D 256, N 288, R 2, L 4, nb 4; the seam computes x"));
-    CHECK(contains(r.out, "plan sound: all 18 checks pass"));
+    CHECK(contains(r.out, "plan sound: all 19 checks pass"));
     r = run_cli({"emulate", "--kernel", "v2", "--plan", file, "--schedule", "pct", "--seed", "3"});
     CHECK(r.code == 0);
     CHECK(contains(r.out, "VERDICT: PASS"));
@@ -338,4 +338,29 @@ TEST_CASE("malformed files and conflicting options: exit 2, the field named, not
     CHECK(contains(run_cli({"emulate", "--plan", file}).out, "kernel v2's plan file (monokda emulate --kernel v2 --plan runs it)"));
     CHECK(listing(dir.path) == with_bad);
     CHECK(before.size() + bad.size() == with_bad.size());
+}
+
+TEST_CASE("a plan file with the tail's tasks: plan check reads and checks it, emulate refuses it (exit 2) until it runs the tail") {
+    TempDir dir("v2plantail");
+    const std::string file = written(dir);
+    json j = read_json_file(file);
+    json tasks = json::array();  // the small plan's pairs round-robin over its 2 clusters, tile t on rank t
+    for (int q = 0; q < 4; ++q)
+        for (int t = 0; t < 2; ++t) tasks.push_back({{"request", q / 2}, {"head", q % 2}, {"tile", t}, {"cluster", q % 2}, {"rank", t}, {"onrm", q / 2}});
+    j["tail"] = {{"tasks", tasks}};
+    const std::string path = dir / "tail.json";
+    write_text(path, j.dump(1));
+    const CliResult c = run_cli({"plan", "check", path});
+    INFO(c.out);
+    CHECK(c.code == 0);
+    j["tail"]["tasks"][1]["cluster"] = 1;  // (0, 0)'s tiles on two clusters
+    write_text(path, j.dump(1));
+    const CliResult bad = run_cli({"plan", "check", path});
+    INFO(bad.out);
+    CHECK(bad.code == 1);
+    CHECK(contains(bad.out, "(request 0, head 0)'s tasks are not on one cluster"));
+    const CliResult r = run_cli({"emulate", "--kernel", "v2", "--plan", path});
+    INFO(r.out);
+    CHECK(r.code == 2);
+    CHECK(contains(r.out, "the plan has the tail's tasks, which the emulator does not run yet"));
 }
