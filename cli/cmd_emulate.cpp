@@ -53,6 +53,8 @@ po::options_description emulate_option_list(EmulateArgs& a) {
          "run this plan file (docs/plan-file.md; `monokda plan` writes one) instead of the built-in plan; the "
          "built-in fixture then takes R, L and nb from it. With --kernel v2: a kernel v2 plan file (`monokda plan "
          "--kernel v2` writes one; docs/plan.md \"Kernel v2's plan file\"), its tables and programs as it gives them")
+        ("tail", "--kernel v2: the plan built with the tail (the owners publish tagged words, the kda tasks run; qkv, g1, o, "
+         "core_out and the states judged too)")
         ("plan-digest", po::value<std::string>(),
          "--kernel v2: the digest the --plan file must have (its replay line gives it; kernel v1's replay token carries its own)")
         ("blocks", po::value(&a.blocks)->default_value(0), "CTAs in the launch (default: 132 for k3, 24 for small)")
@@ -265,7 +267,7 @@ int cmd_emulate(const Args& args) {
                     "[--resident N] [--steps K] [--amd] [--kda-teams N] [--inject NAME] [--list-faults] [--detectors-off LIST] "
                     "[--list-detectors] [--timeline F] [--trace F] [-o OUT] [--envelope-out F] [--envelope-in F] "
                     "[--envelope-orders N] [--no-envelope] [--sweep N] [--replay TOKEN]\n"
-                    "       monokda emulate --kernel v2 [FIXTURE] [--config k3|small] [--R 2] [--L 4] [--nb 4] [--fixture-seed 1] "
+                    "       monokda emulate --kernel v2 [FIXTURE] [--config k3|small] [--R 2] [--L 4] [--nb 4] [--fixture-seed 1] [--tail] "
                     "[--schedule random|pct|rr|delay:cta:N] [--seed S] [--inject NAME] [--detectors-off LIST] [--sweep N]\n"
                     "       monokda emulate --kernel v2 --plan FILE [--plan-digest D] [FIXTURE] [--fixture-seed 1] [--schedule ...] "
                     "[--seed S] [--inject NAME] [--detectors-off LIST] [--sweep N]",

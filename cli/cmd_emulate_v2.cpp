@@ -15,12 +15,12 @@ using namespace monokda::emu;
 
 int emulate_v2(const po::variables_map& vm) {
     static const char* kTaken[] = {"fixture", "config", "R", "L", "nb", "fixture-seed", "schedule", "seed",
-                                   "inject", "detectors-off", "sweep", "kernel", "plan", "plan-digest"};
+                                   "inject", "detectors-off", "sweep", "kernel", "plan", "plan-digest", "tail"};
     for (const auto& [name, value] : vm) {
         bool taken = false;
         for (const char* t : kTaken) taken |= name == t;
         if (!taken && !value.defaulted())
-            bad_input("--" + name + " is not for --kernel v2 (it takes FIXTURE, --config, --R, --L, --nb, --fixture-seed, "
+            bad_input("--" + name + " is not for --kernel v2 (it takes FIXTURE, --config, --R, --L, --nb, --fixture-seed, --tail, "
                       "--plan, --plan-digest, --schedule, --seed, --inject, --detectors-off, --sweep)");
     }
     V2EmulateOptions o;
@@ -35,6 +35,7 @@ int emulate_v2(const po::variables_map& vm) {
     o.fixture.L = vm["L"].as<int>();
     o.fixture.nb = vm["nb"].as<int>();
     o.fixture.seed = vm["fixture-seed"].as<uint64_t>();
+    o.tail = vm.count("tail") > 0;
     if (vm.count("plan-digest") && !vm.count("plan")) bad_input("--plan-digest is the digest of a --plan file: give --plan FILE too");
     if (vm.count("plan")) {  // the plan file's: the plan, and the built-in fixture's preset and shape
         for (const char* k : {"config", "R", "L", "nb"})
@@ -43,8 +44,7 @@ int emulate_v2(const po::variables_map& vm) {
         o.plan_file = vm["plan"].as<std::string>();
         check_outputs({}, {{"--plan", o.plan_file}});
         o.plan = std::make_shared<const PlanV2>(PlanV2::read_json(o.plan_file));
-        if (o.plan->params().tail)  // run without it, the plan would be only partly checked
-            bad_input(o.plan_file + ": the plan has the tail's tasks, which the emulator does not run yet (monokda plan check reads it)");
+        if (vm.count("tail")) bad_input("--tail builds the tail into the plan made for the fixture; --plan gives the plan (with its tail or without)");
         const Config& c = o.plan->config();
         o.fixture.preset = matching_preset(c, o.fixture.file.empty());
         o.fixture.R = c.R, o.fixture.L = c.L, o.fixture.nb = c.nb;

@@ -65,15 +65,18 @@ int plan_check(const Args& args) {
 // `monokda plan --kernel v2`: kernel v2's in_proj plan (core/plan_v2.hpp) as JSON, after its checks.
 int plan_v2(const po::variables_map& vm, const Config& c, const std::string& out) {
     for (const char* k : {"blocks", "gemv-bands", "amd", "name"})
-        if (vm.count(k) && !vm[k].defaulted()) bad_input(std::string("--") + k + " is kernel v1's plan; --kernel v2 takes --config, --R, --L");
-    const PlanV2 p = PlanV2::build(c, PlanV2Params::for_config(c));
+        if (vm.count(k) && !vm[k].defaulted()) bad_input(std::string("--") + k + " is kernel v1's plan; --kernel v2 takes --config, --R, --L, --tail");
+    PlanV2Params pp = PlanV2Params::for_config(c);
+    pp.tail = vm.count("tail") ? 1 : 0;
+    const PlanV2 p = PlanV2::build(c, pp);
     if (const auto probs = p.problems(); !probs.empty())
         throw std::logic_error("plan v2: the built plan fails its check " + probs[0].check + ": " + probs[0].what);
     write_file_atomic(out, p.to_json());
     std::cout << "wrote " << out << ": kernel v2 in_proj, " << p.params().clusters << " clusters of " << p.params().ranks << " ("
               << p.ctas() << " CTAs), " << p.units.size() << " units, " << p.params().ring_depth << "-slot rings of "
               << p.rings[0].slot_bytes << " bytes (" << p.params().in_flight << " in flight), " << p.params().recv_slots
-              << " receive slots; " << PlanV2::check_names().size() << " checks passed\n";
+              << " receive slots" << (p.has_tail() ? ", the tail's " + std::to_string(p.tasks.size()) + " kda tasks" : std::string())
+              << "; " << PlanV2::check_names().size() << " checks passed\n";
     return 0;
 }
 
@@ -95,13 +98,14 @@ int cmd_plan(const Args& args) {
         ("kernel", po::value(&kernel)->default_value("v1"),
          "the kernel whose plan: v1 | v2 (kernel v2's in_proj, docs/plan.md; `plan check` and `emulate --kernel v2 --plan` read "
          "the file back)")
+        ("tail", "--kernel v2: the tail in the plan (the owners publish tagged words, the kda tasks run; docs/kernel-v2.md)")
         ("name", po::value<std::string>(), "the plan's name in the file")
         ("output,o", po::value(&out), "the plan file to write");
     po::positional_options_description pos;
     po::variables_map vm;
     if (!parse_args(args,
                     "monokda plan [--config k3|small] [--R 2] [--L 4] [--nb 4] [--blocks N] [--gemv-bands auto|spec|every] "
-                    "[--amd] [--name TEXT] -o FILE\n       monokda plan --kernel v2 [--config k3|small] [--R 2] [--L 4] -o FILE\n"
+                    "[--amd] [--name TEXT] -o FILE\n       monokda plan --kernel v2 [--config k3|small] [--R 2] [--L 4] [--tail] -o FILE\n"
                     "       monokda plan check FILE",
                     opts, pos, vm))
         return 0;

@@ -4,6 +4,7 @@
 #include "core/plan_v2.hpp"
 
 #include <algorithm>
+#include <set>
 #include <tuple>
 
 #include "core/error.hpp"
@@ -18,10 +19,10 @@ const char* to_string(V2Role r) {
                                                                                         : "?";
 }
 const char* to_string(V2Op op) {
-    static const char* names[] = {"?",       "INIT",  "COPY", "SYNC", "TAKE", "FREE", "PAIR", "SEND", "REDUCE",
-                                  "RELEASE", "INPUT", "LOAD", "PART", "GATE", "MIX",  "X",    "XWAIT"};
+    static const char* names[] = {"?",     "INIT", "COPY", "SYNC",    "TAKE", "FREE", "PAIR", "SEND", "REDUCE", "RELEASE", "INPUT",
+                                  "LOAD",  "PART", "GATE", "MIX",     "X",    "XWAIT", "PUBLISH", "POLL", "REC", "NORM"};
     const int k = int(op);
-    return k >= 1 && k <= int(V2Op::XWAIT) ? names[k] : "?";
+    return k >= 1 && k <= int(V2Op::NORM) ? names[k] : "?";
 }
 const char* to_string(V2SeamBar b) {
     static const char* names[] = {"in", "part", "wgt", "msq", "x"};
@@ -211,12 +212,53 @@ void PlanV2::lay_seam() {
 
 // (request, head) pair q = r·H + h on cluster q mod clusters (at R = 1, head h on cluster h, so that
 // the heads' rows, dealt round-robin, are a cluster each), its tile t on rank t; onrm = q / clusters.
+// Tile t of T polls the t-th of T near-equal parts of the head's q and k rows and of f_a.
 void PlanV2::lay_tail() {
     tasks.clear();
     if (!params_.tail) return;
-    const int C = params_.clusters;
+    const int C = params_.clusters, T = tail_tiles(), K = cfg_.K, F = cfg_.F;
     for (int q = 0; q < cfg_.R * cfg_.H; ++q)
-        for (int t = 0; t < tail_tiles(); ++t) tasks.push_back({q / cfg_.H, q % cfg_.H, t, q % C, t, q / C});
+        for (int t = 0; t < T; ++t)
+            tasks.push_back({q / cfg_.H, q % cfg_.H, t, q % C, t, q / C, K * t / T, K * (t + 1) / T - K * t / T, F * t / T,
+                             F * (t + 1) / T - F * t / T});
+}
+
+std::vector<int> PlanV2::tail_pair(int i) const {
+    const V2Task& x = tasks[size_t(i)];
+    std::vector<int> out;
+    for (size_t j = 0; j < tasks.size(); ++j)
+        if (tasks[j].request == x.request && tasks[j].head == x.head) out.push_back(int(j));
+    std::stable_sort(out.begin(), out.end(), [&](int a, int b) { return tasks[size_t(a)].tile < tasks[size_t(b)].tile; });
+    return out;
+}
+
+std::vector<int> PlanV2::tail_rows(const V2Task& t, V2Op op) const {
+    const int E = cfg_.E(), h = t.head, v0 = t.tile * kV2TileRows;
+    std::vector<int> rows;
+    auto range = [&](int r0, int n) {
+        for (int r = r0; r < r0 + n; ++r) rows.push_back(r);
+    };
+    if (op == V2Op::NORM) {
+        range(cfg_.col_g2() + h * cfg_.V + v0, kV2TileRows);
+        return rows;
+    }
+    range(h * cfg_.K + t.qk0, t.qkn);      // q
+    range(E + h * cfg_.K + t.qk0, t.qkn);  // k
+    range(cfg_.col_fa() + t.fa0, t.fan);   // f_a
+    range(cfg_.col_beta() + h, 1);         // beta
+    range(2 * E + h * cfg_.V + v0, kV2TileRows);  // v
+    return rows;
+}
+
+std::vector<int> PlanV2::tail_entries(const V2Task& t, V2Op op) const {
+    const std::vector<int> rows = tail_rows(t, op);
+    const std::set<int> want(rows.begin(), rows.end());
+    std::vector<int> out;
+    for (size_t e = 0; e < recvs.size(); ++e) {
+        const auto it = want.lower_bound(recvs[e].row0);
+        if (it != want.end() && *it < recvs[e].row0 + kV2OwnerRows) out.push_back(int(e));
+    }
+    return out;
 }
 
 void PlanV2::write_programs() {
@@ -243,6 +285,7 @@ void PlanV2::write_programs() {
         red.push_back(entry);
         for (int32_t e : owned[size_t(k)]) {
             red.push_back({int32_t(V2Op::REDUCE), e});
+            if (has_tail()) red.push_back({int32_t(V2Op::PUBLISH), e});  // as the rows are stored (the probe's tailhop)
             red.push_back({int32_t(V2Op::RELEASE), e});  // frees parallel recvs
         }
         red.push_back(exit);
@@ -271,6 +314,14 @@ void PlanV2::write_programs() {
             for (V2Op op : {V2Op::LOAD, V2Op::PART, V2Op::GATE, V2Op::MIX, V2Op::X})
                 if (op != V2Op::GATE || seam_ctas[size_t(k)].rows_owned > 0) seam.push_back({int32_t(op), k});
         }
+        // the tail on the seam team's spare warps, the CTA's tasks in onrm order (every rank of a cluster
+        // takes its pairs in the same order, so no rank waits on a pair its peers have not reached)
+        std::vector<int> mine;
+        for (size_t i = 0; i < tasks.size(); ++i)
+            if (cta(tasks[i].cluster, tasks[i].rank) == k) mine.push_back(int(i));
+        std::stable_sort(mine.begin(), mine.end(), [&](int a, int b) { return tasks[size_t(a)].onrm < tasks[size_t(b)].onrm; });
+        for (int i : mine)
+            for (V2Op op : {V2Op::POLL, V2Op::REC, V2Op::NORM}) seam.push_back({int32_t(op), i});
         seam.push_back(exit);
     }
 }
@@ -291,6 +342,11 @@ ReductionOrder PlanV2::reduction_order() const {
     if (has_seam()) {  // each slice sequential, the slices' partials in order; softmax and mix over the sources in order
         const OrderSpec slices{OrderSpec::split, seam_slices(), 0};
         o.set(Site::attn_sumsq, slices).set(Site::attn_dot, slices).set(Site::x_sumsq, slices);
+    }
+    if (has_tail()) {  // the tasks' sums as trees (lanes, then shuffles); Σō² the tiles' partials in tile order
+        const OrderSpec tree{OrderSpec::pairwise, 1, 0};
+        for (Site s : {Site::f_b, Site::l2_q, Site::l2_k, Site::rec_kS, Site::rec_oq}) o.set(s, tree);
+        o.set(Site::onorm_sumsq, OrderSpec{OrderSpec::split, tail_tiles(), 0});
     }
     return o;
 }
@@ -341,14 +397,23 @@ std::vector<V2Wait> PlanV2::waits(int p, int i) const {
         case V2Op::MIX: w.push_back({{V2Bar::seam, k, int32_t(V2SeamBar::wgt)}, 0}); break;
         case V2Op::X: w.push_back({{V2Bar::seam, k, int32_t(V2SeamBar::msq)}, 0}); break;
         case V2Op::XWAIT: w.push_back({{V2Bar::seam, k, int32_t(V2SeamBar::x)}, 0}); break;
-        default: break;  // INIT, FREE, RELEASE, INPUT, PART wait for nothing
+        case V2Op::POLL:
+        case V2Op::NORM: {
+            const V2Task& t = tasks[size_t(in.a)];
+            for (int e : tail_entries(t, in.opcode())) w.push_back({{V2Bar::words, -1, e}, t.request});
+            if (in.opcode() == V2Op::NORM) w.push_back({{V2Bar::onrm, k, t.onrm}, 0});
+            break;
+        }
+        case V2Op::REC: w.push_back({{V2Bar::share, k, tasks[size_t(in.a)].onrm}, 0}); break;
+        default: break;  // INIT, FREE, RELEASE, INPUT, PART, PUBLISH wait for nothing
     }
     return w;
 }
 
 std::vector<std::string> PlanV2::wait_texts(int p, int i) const {
     std::vector<std::string> out;
-    for (const V2Wait& x : waits(p, i)) out.push_back(bar_name(x.bar) + " round " + std::to_string(x.round));
+    for (const V2Wait& x : waits(p, i))
+        out.push_back(bar_name(x.bar) + (x.bar.kind == V2Bar::words ? " of request " : " round ") + std::to_string(x.round));
     return out;
 }
 
@@ -390,6 +455,18 @@ std::string PlanV2::describe(const V2Instr& in) const {
         case V2Op::MIX:
         case V2Op::X:
         case V2Op::XWAIT: return op + "(CTA " + std::to_string(in.a) + ")";
+        case V2Op::PUBLISH: {
+            const V2Recv& rv = recvs[size_t(in.a)];
+            return op + "(rows " + std::to_string(rv.row0) + ".." + std::to_string(rv.row0 + kV2OwnerRows - 1) +
+                   (rv.row0 < cfg_.C ? " through the conv" : "") + ")";
+        }
+        case V2Op::POLL:
+        case V2Op::REC:
+        case V2Op::NORM: {
+            const V2Task& t = tasks[size_t(in.a)];
+            return op + "(task " + std::to_string(in.a) + ": request " + std::to_string(t.request) + ", head " + std::to_string(t.head) +
+                   ", rows " + std::to_string(t.tile * kV2TileRows) + ".." + std::to_string(t.tile * kV2TileRows + kV2TileRows - 1) + ")";
+        }
         case V2Op::GATE: {
             std::string rows;
             for (int s = 0; s < int(seam_owner.size()); ++s)
@@ -403,6 +480,11 @@ std::string PlanV2::describe(const V2Instr& in) const {
 std::string PlanV2::bar_name(const V2BarRef& b) const {
     static const char* kinds[] = {"full", "empty", "recv", "free", "pair", "cluster"};
     if (b.kind == V2Bar::seam) return std::string("the seam's ") + to_string(V2SeamBar(b.index)) + " barrier of CTA " + std::to_string(b.cta);
+    if (b.kind == V2Bar::words)
+        return "the words of rows " + std::to_string(recvs[size_t(b.index)].row0) + ".." + std::to_string(recvs[size_t(b.index)].row0 + kV2OwnerRows - 1) +
+               " (receive entry " + std::to_string(b.index) + ")";
+    if (b.kind == V2Bar::share || b.kind == V2Bar::onrm)
+        return std::string(b.kind == V2Bar::share ? "share" : "onrm") + "[pair " + std::to_string(b.index) + "] of CTA " + std::to_string(b.cta);
     if (b.kind == V2Bar::cluster) {
         const V2Barrier& x = barriers[size_t(b.index)];
         return std::string("the ") + to_string(V2Point(x.point)) + " barrier of cluster " + std::to_string(x.cluster);

@@ -1,8 +1,8 @@
 // Kernel v2's in_proj as data (docs/kernel-v2.md, docs/plan.md "Kernel v2"): the clusters, the unit
 // table, each CTA's ring and chunk list, the cluster buffers that carry a unit's partials to their
 // owner, the cluster barriers, the seam that computes x in each cluster (its barriers, byte counts,
-// row owners and hand-offs), the tail's kda tasks (where they run; their steps are to come), and every
-// role instance's program with the waits each step implies.
+// row owners and hand-offs), the tail's kda tasks (where they run, what each polls and shares), and
+// every role instance's program with the waits each step implies.
 // Built once from (Config, PlanV2Params); the emulator runs it (emulator/v2/), serialize() is the flat
 // table the device is to read, and the checks (plan_v2_checks.cpp) hold its tables to each other.
 #pragma once
@@ -40,8 +40,8 @@ struct PlanV2Params {
     // 0, x an input. for_config turns it on where its shared memory fits beside in_proj's.
     int seam = 1;
     int seam_slice_cols = 128;  // columns a seam slice (v1's attn slice): a reduction's partials are a slice's
-    // The tail (docs/kernel-v2.md "The tail"): 1, the kda tasks are in the plan (their table; their
-    // steps, hand-offs and waits are still to come); 0, the plan ends at proj.
+    // The tail (docs/kernel-v2.md "The tail"): 1, the owners publish their rows as tagged words and the
+    // kda tasks run in the plan (qkv, g1, o, core_out and the states); 0, the plan ends at proj.
     int tail = 0;
 
     // The production shape's setting the probes measured (docs/results/2026-12-02-h200-v2-derisk.md:
@@ -154,10 +154,13 @@ struct V2SeamLayout {
 };
 
 // A kda task of the tail: 16 state rows (v = 16·tile ..) of (request, head), on `rank` of `cluster`.
-// A pair's tasks share one cluster, so their partial Σō² meet in it; onrm: the pair's place among
-// its cluster's pairs (which of the CTA's partial-norm barriers it uses).
+// A pair's tasks share one cluster, so what they share and their partial Σō² meet in it; onrm: the
+// pair's place among its cluster's pairs (which of the CTA's share and partial-norm barriers it
+// uses). The task polls its share of the pair's words, q and k rows qk0 .. qk0 + qkn − 1 of the head
+// and f_a rows fa0 .. fa0 + fan − 1 (beside beta's row and its own v rows), and sends it to every
+// task of the pair: the pair's shares together are the head's q, k and f_a, each polled once.
 struct V2Task {
-    int32_t request, head, tile, cluster, rank, onrm;
+    int32_t request, head, tile, cluster, rank, onrm, qk0, qkn, fa0, fan;
 };
 
 enum class V2Role : int32_t { producer = 0, reducer = 1, consumer = 2, seam = 3 };
@@ -182,6 +185,11 @@ enum class V2Op : int32_t {
     MIX = 14,     // seam: wait wgt; mixed; its msq sends, Σmixed² of each row and slice, to every rank
     X = 15,       // seam: wait msq; 1/rms, x rows into the consumers' x; arrive on the x barrier
     XWAIT = 16,   // consumer, before its first TAKE: wait the CTA's x barrier
+    // the tail (a = the task, or for PUBLISH the receive entry)
+    PUBLISH = 17,  // reducer, after a REDUCE: the 8 rows as tagged words, q/k/v rows through the conv (#5, conv_state written)
+    POLL = 18,     // seam team: wait the words of the task's share, beta and its v rows; the share st.async to the pair's tasks
+    REC = 19,      // seam team: wait the pair's shares; g1 (#4), the gate, l2 norms, the recurrence (o #6, ssm_state); Σō² sent
+    NORM = 20,     // seam team: wait its g rows' words and the pair's Σō²; core_out (#7)
 };
 const char* to_string(V2Op op);
 struct V2Instr {
@@ -191,8 +199,11 @@ struct V2Instr {
 
 // A barrier of the plan: a CTA's full[slot], empty[slot], recv[slot] (its receive slots), free[slot],
 // the named barrier of a tile's warp pair, or a cluster barrier (index: the barrier entry).
-// seam: one of the CTA's seam barriers (index: V2SeamBar).
-enum class V2Bar : int32_t { full = 0, empty, recv, free, pair, cluster, seam, count };
+// seam: one of the CTA's seam barriers (index: V2SeamBar). words: the tagged words a receive entry's
+// PUBLISH stores (cta = -1, index: the entry; round: the request whose tokens are read; no barrier,
+// the words themselves are polled). share, onrm: a CTA's barrier of the pair with that onrm (the
+// pair's shares; its partial Σō²).
+enum class V2Bar : int32_t { full = 0, empty, recv, free, pair, cluster, seam, words, share, onrm, count };
 struct V2BarRef {
     V2Bar kind;
     int32_t cta, index;  // cluster: cta = -1
@@ -277,6 +288,16 @@ public:
     // the tail (empty without it): by request, head, tile
     std::vector<V2Task> tasks;
     int tail_tiles() const { return cfg_.V / kV2TileRows; }  // tasks a (request, head)
+    bool has_tail() const { return params_.tail != 0; }
+    // the tasks of task i's pair (its request and head), in tile order
+    std::vector<int> tail_pair(int i) const;
+    // what a task's share send carries (its q, k and f_a rows, L tokens, bf16), and a Σō² send (L floats)
+    int tail_share_bytes(const V2Task& t) const { return (2 * t.qkn + t.fan) * cfg_.L * 2; }
+    int tail_onrm_bytes() const { return cfg_.L * 4; }
+    // the proj rows a task reads as words: POLL's (its share of q, k and f_a, beta's row, its v rows),
+    // NORM's (its g rows); and the receive entries whose PUBLISH stores them, in entry order
+    std::vector<int> tail_rows(const V2Task& t, V2Op op) const;
+    std::vector<int> tail_entries(const V2Task& t, V2Op op) const;
 
     // What step i of process p waits for, in order (derived from the tables each call, so an edited
     // table changes the waits as it would the kernel's).

@@ -299,7 +299,8 @@ std::string PlanV2::to_json(bool stamped) const {
     if (params_.tail) {  // absent: the plan ends at proj
         ordered_json ts = ordered_json::array();
         for (const V2Task& t : tasks)
-            ts.push_back({{"request", t.request}, {"head", t.head}, {"tile", t.tile}, {"cluster", t.cluster}, {"rank", t.rank}, {"onrm", t.onrm}});
+            ts.push_back({{"request", t.request}, {"head", t.head}, {"tile", t.tile}, {"cluster", t.cluster}, {"rank", t.rank}, {"onrm", t.onrm},
+                          {"share", {{"qk_rows", {t.qk0, t.qkn}}, {"fa_rows", {t.fa0, t.fan}}}}});
         j["tail"] = {{"tasks", ts}};
     }
     return j.dump(1) + "\n";

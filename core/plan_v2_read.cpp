@@ -45,13 +45,14 @@ bool op_of_role(V2Op op, V2Role r) {
         case V2Op::COPY:
         case V2Op::INPUT: return r == V2Role::producer;
         case V2Op::REDUCE:
+        case V2Op::PUBLISH:
         case V2Op::RELEASE: return r == V2Role::reducer;
         case V2Op::TAKE:
         case V2Op::FREE:
         case V2Op::PAIR:
         case V2Op::SEND:
         case V2Op::XWAIT: return r == V2Role::consumer;
-        default: return r == V2Role::seam;  // LOAD, PART, GATE, MIX, X
+        default: return r == V2Role::seam;  // LOAD, PART, GATE, MIX, X; POLL, REC, NORM
     }
 }
 
@@ -140,10 +141,15 @@ void PlanV2FileReader::tail(const json& j) {
     const json& ts = rd_.array(jt.at("tasks"), "tail.tasks", 0, size_t(c.R) * size_t(c.H) * size_t(pp.ranks));
     for (size_t i = 0; i < ts.size(); ++i) {
         const std::string path = json_path_index("tail.tasks", i);
-        const json& x = rd_.object(ts[i], path, {"request", "head", "tile", "cluster", "rank", "onrm"});
+        const json& x = rd_.object(ts[i], path, {"request", "head", "tile", "cluster", "rank", "onrm", "share"});
+        const json& sh = rd_.object(x.at("share"), path + ".share", {"qk_rows", "fa_rows"});
+        const json& qk = rd_.array(sh.at("qk_rows"), path + ".share.qk_rows", 2, 2);
+        const json& fa = rd_.array(sh.at("fa_rows"), path + ".share.fa_rows", 2, 2);
         p_.tasks.push_back({num(x.at("request"), path + ".request", 0, c.R - 1), num(x.at("head"), path + ".head", 0, c.H - 1),
                             num(x.at("tile"), path + ".tile", 0, pp.ranks - 1), num(x.at("cluster"), path + ".cluster", 0, pp.clusters - 1),
-                            num(x.at("rank"), path + ".rank", 0, pp.ranks - 1), num(x.at("onrm"), path + ".onrm", 0, c.R * c.H)});
+                            num(x.at("rank"), path + ".rank", 0, pp.ranks - 1), num(x.at("onrm"), path + ".onrm", 0, c.R * c.H),
+                            num(qk[0], path + ".share.qk_rows[0]", 0, c.K), num(qk[1], path + ".share.qk_rows[1]", 0, c.K),
+                            num(fa[0], path + ".share.fa_rows[0]", 0, c.F), num(fa[1], path + ".share.fa_rows[1]", 0, c.F)});
     }
 }
 
@@ -324,17 +330,18 @@ void PlanV2FileReader::step(const json& js, const std::string& path, int q, int 
     const json& x = rd_.object(js, path, {"op", "a"}, {"step", "waits"});
     const std::string name = rd_.string(x.at("op"), path + ".op");
     int op = 0;
-    for (int o = int(V2Op::INIT); o <= int(V2Op::XWAIT); ++o)
+    for (int o = int(V2Op::INIT); o <= int(V2Op::NORM); ++o)
         if (name == to_string(V2Op(o))) op = o;
     if (!op) {
         std::string known;
-        for (int o = int(V2Op::INIT); o <= int(V2Op::XWAIT); ++o) known += std::string(known.empty() ? "" : ", ") + to_string(V2Op(o));
+        for (int o = int(V2Op::INIT); o <= int(V2Op::NORM); ++o) known += std::string(known.empty() ? "" : ", ") + to_string(V2Op(o));
         rd_.fail(path + ".op", "unknown op \"" + name + "\" (known: " + known + ")");
     }
     const V2Role role = PlanV2::proc_role(q);
     if (!op_of_role(V2Op(op), role)) rd_.fail(path + ".op", name + " is not a step of the " + to_string(role) + " (" + p_.proc_name(q) + ")");
-    const bool seam_op = op >= int(V2Op::INPUT);
+    const bool seam_op = op >= int(V2Op::INPUT) && op <= int(V2Op::XWAIT), tail_op = op >= int(V2Op::PUBLISH);
     if (seam_op && !p_.has_seam()) rd_.fail(path + ".op", name + " is a step of the seam, which this plan leaves out (seam.enabled is false)");
+    if (tail_op && !p_.has_tail()) rd_.fail(path + ".op", name + " is a step of the tail, which this plan leaves out (the file has no \"tail\")");
     int64_t end = 0;  // the operand's table: a in 0 .. end − 1
     const char* table = "";
     switch (V2Op(op)) {
@@ -346,14 +353,18 @@ void PlanV2FileReader::step(const json& js, const std::string& path, int q, int 
         case V2Op::PAIR: end = int64_t(p_.units.size()), table = "units"; break;
         case V2Op::SEND: end = int64_t(p_.partials.size()), table = "the partials (cluster_buffers' senders, in order)"; break;
         case V2Op::REDUCE:
+        case V2Op::PUBLISH:
         case V2Op::RELEASE: end = int64_t(p_.recvs.size()), table = "cluster_buffers"; break;
+        case V2Op::POLL:
+        case V2Op::REC:
+        case V2Op::NORM: end = int64_t(p_.tasks.size()), table = "tail.tasks"; break;
         default: end = p_.ctas(), table = "the CTAs"; break;  // the seam's steps name their CTA
     }
     if (end == 0) rd_.fail(path + ".a", name + " names an entry of " + table + ", which is empty");
     const int32_t a = num(x.at("a"), path + ".a", 0, end - 1);
     if (x.contains("step")) rd_.string(x.at("step"), path + ".step");
     if (x.contains("waits")) {
-        const json& w = rd_.array(x.at("waits"), path + ".waits", 0, 8);
+        const json& w = rd_.array(x.at("waits"), path + ".waits", 0, 64);
         for (size_t i = 0; i < w.size(); ++i) rd_.string(w[i], json_path_index(path + ".waits", i));
     }
     p_.programs[size_t(q)].push_back({int32_t(op), a});

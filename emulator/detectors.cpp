@@ -80,6 +80,14 @@ const std::vector<DetectorInfo>& detector_list() {
         {D::x_ready, "x_ready", V::VISIBILITY_FAULT,
          "kernel v2: a consumer multiplies x not ordered after its CTA's seam stored it (no wait on the x barrier)",
          Fault::x_before_seam, ""},
+        {D::words_fresh, "words_fresh", V::STALE_READ,
+         "kernel v2's tail: a task reads a tagged word it did not poll until the word carried the step's tag (it may hold "
+         "the step before's)",
+         Fault::tail_word_unwaited, ""},
+        {D::tail_landed, "tail_landed", V::VISIBILITY_FAULT,
+         "kernel v2's tail: a task reads a share or a partial Σō² the phase of its barrier did not count (not landed, or "
+         "landed after), or not ordered before the read (no wait)",
+         Fault::tail_onrm_unwaited, ""},
     };
     return list;
 }

@@ -48,6 +48,8 @@ enum class Detector : uint8_t {
     barrier_init,        // an mbarrier touched (peer st.async or arrive, a wait) not ordered after its initialisation
     seam_landed,         // a seam stage reads a hand-off its barrier's phase did not count (not landed, or landed after)
     x_ready,             // a consumer's take of x not ordered after its CTA's seam stored x
+    words_fresh,         // a tail task reads a tagged word it did not poll until it carried the step's tag
+    tail_landed,         // a tail task reads a share or partial Σō² its barrier's phase did not count, or unordered
     none,                // (MachineResult::detector of a run that passed)
 };
 

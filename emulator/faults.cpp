@@ -73,6 +73,18 @@ const std::vector<FaultInfo>& fault_list() {
          "(--kernel v2) cluster 0's rank 0 GATE never sends its rows' weights to rank 1: rank 1's MIX waits for bytes "
          "that never come (a hang)",
          false, 2},
+        {Fault::tail_word_unwaited, "tail_word_unwaited",
+         "(--kernel v2 --tail) task 0's POLL reads the words of its first receive entry without polling them until they carry "
+         "the step's tag: it may take the step before's values",
+         false, 2},
+        {Fault::tail_stale_tag, "tail_stale_tag",
+         "(--kernel v2 --tail) the owner of receive entry 0 publishes its rows with the step before's tag: every task that "
+         "polls them waits for words that never come (a hang)",
+         false, 2},
+        {Fault::tail_onrm_unwaited, "tail_onrm_unwaited",
+         "(--kernel v2 --tail) task 0's NORM sums the pair's partial Σō² without waiting on its onrm barrier: a partial may "
+         "not have landed",
+         false, 2},
     };
     return list;
 }
@@ -222,5 +234,8 @@ bool FaultHooks::skips_x_wait(int cta, int warp) const { return fault == Fault::
 bool FaultHooks::drops_seam_send(int cluster, int from, int to, int bar) const {
     return fault == Fault::seam_wgt_dropped && cluster == 0 && from == 0 && to == 1 && bar == int(V2SeamBar::wgt);
 }
+bool FaultHooks::skips_words_wait(int task, int wait) const { return fault == Fault::tail_word_unwaited && task == 0 && wait == 0; }
+bool FaultHooks::publishes_stale_tag(int entry) const { return fault == Fault::tail_stale_tag && entry == 0; }
+bool FaultHooks::skips_onrm_wait(int task) const { return fault == Fault::tail_onrm_unwaited && task == 0; }
 
 }  // namespace monokda::emu

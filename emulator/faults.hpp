@@ -43,6 +43,10 @@ enum class Fault {
     seam_part_short,              // cluster 0's rank-0 part barrier is armed one sender's partials short
     x_before_seam,                // CTA 0's consumer 0 starts in_proj without waiting for its CTA's x
     seam_wgt_dropped,             // cluster 0's rank-0 GATE never sends its weights to rank 1: its MIX never completes
+    // kernel v2's tail (a plan with it)
+    tail_word_unwaited,           // task 0's POLL reads the words of its first receive entry without polling them
+    tail_stale_tag,               // the owner of receive entry 0 publishes its words with the step before's tag: they never come
+    tail_onrm_unwaited,           // task 0's NORM reads the pair's partial Σō² without waiting on its onrm barrier
 };
 
 struct FaultInfo {
@@ -92,6 +96,9 @@ struct FaultHooks {
     bool skips_free_wait(int cta, int warp, int use) const;      // recv_slot_reused: the first reuse (use 1) of a slot
     bool skips_x_wait(int cta, int warp) const;                  // x_before_seam
     bool drops_seam_send(int cluster, int from, int to, int bar) const;  // seam_wgt_dropped (ranks; bar: V2SeamBar)
+    bool skips_words_wait(int task, int wait) const;   // tail_word_unwaited: task 0's first words wait
+    bool publishes_stale_tag(int entry) const;         // tail_stale_tag: receive entry 0's words
+    bool skips_onrm_wait(int task) const;              // tail_onrm_unwaited: task 0's NORM
     // BadInput where the fault is another kernel's (kernel: 1 or 2)
     void require_kernel(int kernel) const;
 };

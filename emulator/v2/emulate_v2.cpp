@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 
 #include "core/error.hpp"
 #include "reference/reference.hpp"
@@ -12,6 +13,9 @@
 namespace monokda::emu {
 
 namespace {
+
+float value_of(bf16 b) { return b.to_float(); }
+float value_of(float f) { return f; }
 
 double since(std::chrono::steady_clock::time_point t0) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -43,6 +47,36 @@ std::string first_difference(const V2Prepared& p, const V2EmulateResult& r, std:
     return "proj[row " + std::to_string(s) + "][col " + std::to_string(col) + "] = " + v + " (" +
            p.plan.reduction_order().at(Site::in_proj).str() + "); " + by + "; " + std::to_string(bad) + " of " +
            std::to_string(r.run.proj.size()) + " elements differ";
+}
+
+// The first element of the tail's outputs that differs from the reference, in the outputs' order
+// ("" if none), with the task that stored it where one did.
+std::string tail_difference(const V2Prepared& p, const V2EmulateResult& r, std::vector<int>& named) {
+    std::string out;
+    for_each_output<float>(p.plan.config(), [&](const char* name, DType, const std::vector<int64_t>&, auto member) {
+        const auto& got = r.run.tail.*member;
+        const auto& want = p.ref_tail.*member;
+        if (!out.empty() || got.empty() || want.empty()) return;
+        if (got.size() != want.size()) {
+            out = std::string(name) + " has " + std::to_string(got.size()) + " elements, the reference " + std::to_string(want.size());
+            return;
+        }
+        size_t bad = 0, first = got.size();
+        for (size_t i = 0; i < got.size(); ++i)
+            if (std::memcmp(&got[i], &want[i], sizeof got[i]) != 0) bad += 1, first = std::min(first, i);
+        if (!bad) return;
+        char v[96];
+        std::snprintf(v, sizeof v, "%.9g, the reference gives %.9g", double(value_of(got[first])), double(value_of(want[first])));
+        out = std::string(name) + "[" + std::to_string(first) + "] = " + v + "; " + std::to_string(bad) + " of " + std::to_string(got.size()) +
+              " elements differ";
+        const std::string n(name);
+        if ((n == "o" || n == "core_out") && r.run.task_of[first] >= 0) {
+            const V2Task& t = r.plan.tasks[size_t(r.run.task_of[first])];
+            named.push_back(PlanV2::proc(r.plan.cta(t.cluster, t.rank), V2Role::seam));
+            out += "; stored by " + r.plan.proc_name(named.back()) + " (task " + std::to_string(r.run.task_of[first]) + ")";
+        }
+    });
+    return out;
 }
 
 // What the machine holds for a plan, roughly: each CTA's ring, receive slots, sums and seam values.
@@ -79,14 +113,25 @@ V2Prepared prepare_v2(const V2EmulateOptions& o) {
         require_plan_shape(o.plan->config(), in.cfg);
         p.plan = *o.plan;
     } else {
-        p.plan = PlanV2::build(in.cfg, PlanV2Params::for_config(in.cfg));
+        PlanV2Params pp = PlanV2Params::for_config(in.cfg);
+        pp.tail = o.tail ? 1 : 0;
+        p.plan = PlanV2::build(in.cfg, pp);
     }
     t0 = std::chrono::steady_clock::now();
     std::vector<bf16> prefix_out, blocks;
     ref::attnres<float>(in, p.plan.reduction_order(), prefix_out, blocks, p.x);  // x, in the seam's order where it has one
     if (p.plan.has_seam())
         p.seam = {in.prefix, in.delta, in.blocks, in.res_norm_w, in.res_proj_w, in.input_norm_w, float(in.cfg.eps)};
-    p.ref_proj = ref::in_proj<float>(in, p.plan.reduction_order(), p.x);
+    const ReductionOrder ord = p.plan.reduction_order();
+    p.ref_proj = ref::in_proj<float>(in, ord, p.x);
+    if (p.plan.has_tail()) {
+        StepOutputs<float>& t = p.ref_tail;
+        t.g1 = ref::f_b<float>(in, ord, p.ref_proj);
+        ref::short_conv<float>(in, p.ref_proj, t.qkv, t.conv_state);
+        ref::recurrence<float>(in, ord, t.qkv, p.ref_proj, t.g1, t.o, t.ssm_state);
+        t.core_out = ref::out_norm<float>(in, ord, t.o, p.ref_proj);
+        p.step = std::make_shared<const StepInputs>(in);
+    }
     p.seconds_reference = since(t0);
     std::vector<uint16_t> w(in.in_proj_w.size());
     for (size_t i = 0; i < w.size(); ++i) w[i] = in.in_proj_w[i].bits;
@@ -102,7 +147,8 @@ std::string v2_replay(const V2Prepared& prep, const V2EmulateOptions& o) {
     const std::string shape = plan.empty() ? " --config " + f.preset + " --R " + std::to_string(f.R) + " --L " + std::to_string(f.L) +
                                                  " --nb " + std::to_string(f.nb)
                                            : "";
-    std::string s = "monokda emulate --kernel v2" + plan + (f.file.empty() ? shape + " --fixture-seed " + std::to_string(f.seed) : " " + f.file) +
+    std::string s = "monokda emulate --kernel v2" + plan + (plan.empty() && o.tail ? " --tail" : "") +
+                    (f.file.empty() ? shape + " --fixture-seed " + std::to_string(f.seed) : " " + f.file) +
                     " --schedule " + o.schedule.str() + " --seed " + std::to_string(o.schedule.seed);
     if (o.fault != Fault::none) s += std::string(" --inject ") + to_string(o.fault);
     if (!o.detectors.all()) s += " --detectors-off " + o.detectors.off_str();
@@ -111,6 +157,8 @@ std::string v2_replay(const V2Prepared& prep, const V2EmulateOptions& o) {
 
 V2EmulateResult emulate_v2(const V2Prepared& prep, const V2EmulateOptions& o) {
     FaultHooks{o.fault}.require_kernel(2);
+    if (!prep.plan.has_tail() && (o.fault == Fault::tail_word_unwaited || o.fault == Fault::tail_stale_tag || o.fault == Fault::tail_onrm_unwaited))
+        bad_input(std::string("fault ") + to_string(o.fault) + " is planted in the tail, which this plan leaves out (--tail builds it)");
     if (!prep.plan.has_seam() && (o.fault == Fault::seam_part_short || o.fault == Fault::x_before_seam || o.fault == Fault::seam_wgt_dropped))
         bad_input(std::string("fault ") + to_string(o.fault) + " is planted in the seam, which this plan leaves out (x an input: its shared "
                   "memory does not fit beside in_proj's at S = " + std::to_string(prep.plan.config().S()) + ")");
@@ -122,16 +170,20 @@ V2EmulateResult emulate_v2(const V2Prepared& prep, const V2EmulateOptions& o) {
     mo.detectors = o.detectors;
     mo.watchdog_steps = o.watchdog_steps;
     auto t0 = std::chrono::steady_clock::now();
-    r.run = run_v2_machine(r.plan, prep.x, prep.packed, mo, prep.seam);
+    r.run = run_v2_machine(r.plan, prep.x, prep.packed, mo, prep.seam, prep.step.get());
     r.seconds_run = since(t0);
     r.verdict = r.run.verdict;
     const std::string order = prep.plan.reduction_order().at(Site::in_proj).str();
     std::string results;
     if (r.verdict == Verdict::PASS && o.detectors.has(Detector::result)) {
         std::vector<int> named;
-        const std::string diff = first_difference(prep, r, named);
+        std::string diff = first_difference(prep, r, named);
+        if (diff.empty() && prep.plan.has_tail()) diff = tail_difference(prep, r, named);
         if (diff.empty()) {
             results = "proj: bit-identical to the reference in in_proj=" + order + " (" + std::to_string(r.run.proj.size()) + " elements)\n";
+            if (prep.plan.has_tail())
+                results += "the tail: g1, qkv, conv_state, o, ssm_state and core_out bit-identical to the reference in the plan's order (" +
+                           prep.plan.reduction_order().str() + ")\n";
         } else {
             r.verdict = Verdict::WRONG_RESULT;
             r.run.detector = Detector::result;
@@ -139,7 +191,7 @@ V2EmulateResult emulate_v2(const V2Prepared& prep, const V2EmulateOptions& o) {
             r.run.named = named;
         }
     } else if (r.verdict == Verdict::PASS) {
-        results = "proj: not compared with the reference (detector result off)\n";
+        results = std::string(prep.plan.has_tail() ? "proj and the tail's outputs" : "proj") + ": not compared with the reference (detector result off)\n";
     }
     r.problems = r.plan.problems();
 

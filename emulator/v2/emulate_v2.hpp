@@ -20,6 +20,9 @@ struct V2EmulateOptions {
     Fault fault = Fault::none;
     DetectorSet detectors;
     int64_t watchdog_steps = 2000000;
+    // The plan built for the fixture with the tail (`--tail`: the owners publish, the kda tasks run, and
+    // qkv, g1, o, core_out and the states are judged too); a given plan has its own.
+    bool tail = false;
     // A plan to run instead of the one built for the fixture (`--plan FILE`: PlanV2::read_json; the
     // fixture must have its shape), its file as the replay line names it, and the digest it must have
     // (`--plan-digest`, the replay line's: "" none).
@@ -33,6 +36,10 @@ struct V2Prepared {
     std::vector<bf16> x, ref_proj;   // [S][D]; [S][N] the reference in the plan's order (x too, where its seam computes it)
     SeamInputs seam;                 // the seam's inputs, where the plan has one
     std::vector<uint16_t> packed;    // plan.pack_weight of the fixture's in_proj_w
+    // where the plan has the tail: the step's inputs, and the reference's g1, qkv, conv_state, o,
+    // ssm_state and core_out in the plan's order (from ref_proj)
+    std::shared_ptr<const StepInputs> step;
+    StepOutputs<float> ref_tail;
     std::string plan_file, plan_digest;  // a given plan's (V2EmulateOptions::plan), "" for the built one
     double seconds_fixture = 0, seconds_reference = 0;
 };

@@ -11,9 +11,9 @@ namespace monokda::emu {
 namespace v2detail {
 
 Machine::Machine(const PlanV2& p, const std::vector<bf16>& x, const std::vector<uint16_t>& packed, const V2MachineOptions& o,
-                 const SeamInputs& seam, V2MachineResult& r)
+                 const SeamInputs& seam, const StepInputs* step, V2MachineResult& r)
     : plan_(p), opt_(o), res_(r), hooks_{o.fault}, S_(p.config().S()), R_(p.params().ranks), L_(R_ * kV2ProcsPerCta),
-      packed_(packed), seam_in_(seam) {
+      packed_(packed), seam_in_(seam), step_(step) {
     const Config& c = p.config();
     if (x.size() != size_t(S_) * size_t(c.D)) bad_input("emulate --kernel v2: x is not S x D");
     const size_t SD = size_t(S_) * size_t(c.D);
@@ -105,6 +105,13 @@ Machine::Machine(const PlanV2& p, const std::vector<bf16>& x, const std::vector<
     }
     res_.proj.assign(size_t(S_) * size_t(c.N), bf16{});
     res_.writer.assign(res_.proj.size(), -1);
+    tail_init();
+}
+
+MBar& Machine::wait_bar(const V2Wait& w, int p) {
+    // a words wait's model: one arrival once the words of the request's tokens carry the step's tag
+    if (w.bar.kind == V2Bar::words) return words_[size_t(w.bar.index) * size_t(plan_.config().R) + size_t(w.round)];
+    return bar(w.bar, p);
 }
 
 MBar& Machine::bar(const V2BarRef& b, int p) {
@@ -119,6 +126,8 @@ MBar& Machine::bar(const V2BarRef& b, int p) {
         case V2Bar::recv: return cs.recv[size_t(b.index)];
         case V2Bar::free: return cs.free[size_t(b.index)];
         case V2Bar::seam: return cs.seam[size_t(b.index)];
+        case V2Bar::share: return cs.share[size_t(b.index)];
+        case V2Bar::onrm: return cs.onrm[size_t(b.index)];
         default: return cs.pair[size_t(b.index)];
     }
 }
@@ -188,11 +197,13 @@ void Machine::check_made(const MBar& b, int p, const std::string& what) {
 }
 
 // Waits for the phase `round` of w's barrier (parity semantics, as try_wait.parity); false: blocked.
+// A words wait passes once its words carry the step's tag (they are polled: no phase, no clock).
 bool Machine::await(int p, const V2Wait& w) {
-    MBar& b = bar(w.bar, p);
+    MBar& b = wait_bar(w, p);
     Proc& pr = procs_[size_t(p)];
-    if (w.bar.kind != V2Bar::cluster && w.bar.kind != V2Bar::pair) check_made(b, p, "waits on " + plan_.bar_name(w.bar));
-    if (b.made && (b.completed & 1u) != (uint32_t(w.round) & 1u)) {
+    const bool words = w.bar.kind == V2Bar::words;
+    if (w.bar.kind != V2Bar::cluster && w.bar.kind != V2Bar::pair && !words) check_made(b, p, "waits on " + plan_.bar_name(w.bar));
+    if (b.made && (words ? b.completed >= 1 : (b.completed & 1u) != (uint32_t(w.round) & 1u))) {
         join(pr.vc, b.done);
         pr.blocked = false;
         last_progress_ = res_.sched_steps;
@@ -235,6 +246,8 @@ void Machine::land(const Landing& l) {
         complete_tx(ctas_[size_t(owner)].recv[size_t(rv.slot)], pa.bytes, l.vc);
     } else if (l.kind == Landing::seam_in || l.kind == Landing::seam_send) {
         land_seam(l);
+    } else if (l.kind == Landing::words || l.kind == Landing::tail_share || l.kind == Landing::tail_onrm) {
+        land_tail(l);
     } else {
         const V2Free& f = plan_.frees[size_t(l.a)];
         const int k = plan_.cta(plan_.units[size_t(f.unit)].cluster, l.b);
@@ -273,9 +286,10 @@ void Machine::hang() {
         named.push_back(q);
         s += "\n  " + plan_.proc_name(q) + " " + plan_.describe(plan_.programs[size_t(q)][pr.pc]);
         for (const V2Wait& w : waits_[size_t(q)][pr.pc])
-            if (&bar(w.bar, q) == pr.on) {
+            if (&wait_bar(w, q) == pr.on) {
                 const MBar& b = *pr.on;
-                s += " waits for " + plan_.bar_name(w.bar) + " round " + std::to_string(w.round) + " (" +
+                s += " waits for " + plan_.bar_name(w.bar) + (w.bar.kind == V2Bar::words ? " of request " : " round ") +
+                     std::to_string(w.round) + " (" +
                      (b.made ? std::to_string(b.completed) + " phases completed, " + std::to_string(b.pending) +
                                    " arrivals and " + std::to_string(b.tx) + " bytes pending"
                              : std::string("never made")) +
@@ -354,9 +368,9 @@ void Machine::run() {
 }  // namespace v2detail
 
 V2MachineResult run_v2_machine(const PlanV2& plan, const std::vector<bf16>& x, const std::vector<uint16_t>& packed,
-                               const V2MachineOptions& opt, const SeamInputs& seam) {
+                               const V2MachineOptions& opt, const SeamInputs& seam, const StepInputs* step) {
     V2MachineResult r;
-    v2detail::Machine m(plan, x, packed, opt, seam, r);
+    v2detail::Machine m(plan, x, packed, opt, seam, step, r);
     try {
         m.run();
     } catch (const v2detail::Stop&) {

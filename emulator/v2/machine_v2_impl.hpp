@@ -1,13 +1,15 @@
 // Kernel v2's machine (emulator/v2/machine_v2.hpp), shared by the two files that define it:
 // machine_v2.cpp (the mbarrier model, landings, the loop, hangs, history), roles_v2.cpp (each step
 // of the producer, the consumers and the reducer, with the detectors' checks where they act) and
-// seam_v2.cpp (the seam's steps and their detectors).
+// seam_v2.cpp (the seam's steps and their detectors), tail_v2.cpp (the owners' PUBLISH, the tasks'
+// POLL, REC and NORM, and their detectors).
 #pragma once
 #include <memory>
 #include <queue>
 #include <string>
 #include <vector>
 
+#include "core/reduction_order.hpp"
 #include "emulator/v2/machine_v2.hpp"
 
 namespace monokda::emu::v2detail {
@@ -58,6 +60,7 @@ struct CtaState {
     std::vector<std::vector<Region>> regions;  // [recv slot][sender rank]
     std::vector<std::vector<float>> red;       // [tile]: the odd warp's sums handed to the even one
     std::vector<MBar> seam;                    // [V2SeamBar]
+    std::vector<MBar> share, onrm;             // [pair onrm]: the tail's barriers of the CTA's pairs
     bool x_stored = false;                     // the seam's X ran; x_clock: its clock component then
     uint32_t x_clock = 0;
     // the seam's values: LOAD's of the slice (its sources, wq and the gain); its own sums before they
@@ -68,11 +71,24 @@ struct CtaState {
     std::vector<float> my_part, my_wgt, my_msq, part, wgt, msq, mixed, x;
 };
 
+// A tail task's values (tail_v2.cpp): what it polled itself, what its pair's shares and partials
+// brought, and what it computed.
+struct TaskState {
+    std::vector<bf16> q, k, v, g;       // [L][K] q and k of the head (the pair's shares), [L][16] its v and g rows
+    std::vector<float> fa, beta;        // [L][F] f_a (the pair's shares), [L] sigmoid(beta_raw)
+    std::vector<float> onrm;            // [tiles][L]: the pair's partial Σō²
+    std::vector<int> share_in, onrm_in;  // [tiles]: the phase of the barrier that counted each tile's send (-1: not landed)
+    std::vector<uint32_t> share_clock, onrm_clock;  // [tiles]: the sender's clock component at the send
+    std::vector<bf16> o;                // [L][16]
+    std::vector<char> polled;           // [receive entries]: words this task's process saw carry the step's tag
+};
+
 struct Landing {
     int64_t at, seq;
-    enum Kind { copy, partial, arrive, seam_in, seam_send } kind;
+    enum Kind { copy, partial, arrive, seam_in, seam_send, words, tail_share, tail_onrm } kind;
     int a, b;                    // copy: cta, chunk; partial: partial index; arrive: free entry, target rank;
-                                 // seam_in: cta; seam_send: send index
+                                 // seam_in: cta; seam_send: send index; words: receive entry, request;
+                                 // tail_share, tail_onrm: the receiving task, the sending task
     std::vector<uint32_t> vc;    // the issuer's clock
     std::vector<float> data;     // partial: [8][S]
     int proc;
@@ -86,12 +102,13 @@ struct Hist { int64_t tick; int32_t proc, pc; char what; };
 class Machine {
 public:
     Machine(const PlanV2& p, const std::vector<bf16>& x, const std::vector<uint16_t>& packed, const V2MachineOptions& o,
-            const SeamInputs& seam, V2MachineResult& r);
+            const SeamInputs& seam, const StepInputs* step, V2MachineResult& r);
     void run();
 
 private:
     // machine_v2.cpp
     MBar& bar(const V2BarRef& b, int p);
+    MBar& wait_bar(const V2Wait& w, int p);  // bar, or a words wait's model
     void make(MBar& b, int count, int p);
     void arrive(MBar& b, int count, const std::vector<uint32_t>& vc);
     void expect(MBar& b, int64_t bytes);
@@ -133,6 +150,20 @@ private:
     // the values a send carries: f(i, from, to) for its i-th value, from the sender's and to the receiver's
     // array (my_* and part/wgt/msq of the send's kind), in the order both sides take them
     template <class F> void seam_values_of(const V2SeamSend& x, F&& f) const;
+    // tail_v2.cpp
+    void tail_init();                          // the tail's state, words and outputs (the constructor)
+    void tail_arm(int p);                      // INIT: the CTA's share and onrm barriers made and armed
+    bool tail_step(int p, const V2Instr& in);  // PUBLISH, POLL, REC, NORM
+    void publish(int p, const V2Instr& in);
+    bool poll(int p, const V2Instr& in);
+    bool rec(int p, const V2Instr& in);
+    bool norm(int p, const V2Instr& in);
+    bool await_words(int p, const V2Wait& w, int task, int j);  // a words wait (j: its index in the step's waits)
+    void words_read(int p, const V2Instr& in, V2Op op);       // words_fresh: every word read was polled
+    void tail_landed(int p, const V2Instr& in, bool onrm);   // tail_landed: the pair's sends counted and ordered
+    void tail_sends(int p, int task, Landing::Kind kind, const std::vector<float>& data);
+    void land_tail(const Landing& l);
+    int pair_bytes(int task, bool onrm) const;  // what the pair's sends into one of its barriers bring
 
     const PlanV2& plan_;
     const V2MachineOptions& opt_;
@@ -142,6 +173,13 @@ private:
     std::vector<float> x_;  // [S][D] (a plan without the seam)
     const std::vector<uint16_t>& packed_;
     const SeamInputs& seam_in_;
+    const StepInputs* step_;                   // the tail's inputs (a plan with the tail)
+    std::vector<TaskState> tasks_;             // [task]
+    std::vector<uint16_t> word_bits_;          // [S][N]: the tagged words, bf16 and tag (1: this step's; 0: the step before's)
+    std::vector<uint8_t> word_tag_;
+    std::vector<MBar> words_;                  // [receive entry][request]: one arrival once its words carry this step's tag
+    std::vector<uint32_t> zero_vc_;            // the clock a words arrival carries (none: relaxed stores order nothing)
+    ReductionOrder tail_ord_;                  // the plan's
     std::vector<int> seam_slot_;  // [S]: PlanV2::seam_slot of each row, once
     std::vector<Proc> procs_;
     std::vector<CtaState> ctas_;

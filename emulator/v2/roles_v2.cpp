@@ -32,6 +32,10 @@ bool Machine::step(int p) {
         case V2Op::MIX:
         case V2Op::X:
         case V2Op::XWAIT: return seam_step(p, in);
+        case V2Op::PUBLISH:
+        case V2Op::POLL:
+        case V2Op::REC:
+        case V2Op::NORM: return tail_step(p, in);
     }
     throw std::logic_error("emulator: v2 step " + std::to_string(in.op) + " unknown");
 }
@@ -48,6 +52,7 @@ void Machine::init(int p) {
     for (MBar& b : cs.recv) make(b, 1, p);
     for (MBar& b : cs.free) make(b, R_, p);
     for (MBar& b : cs.seam) make(b, 1, p);
+    tail_arm(p);
     if (!plan_.has_seam()) return;
     const V2SeamCta& e = plan_.seam_ctas[size_t(k)];
     const int32_t armed[] = {e.part_bytes, e.wgt_bytes, e.msq_bytes};
