@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -378,13 +379,14 @@ TEST_CASE("the tail's tasks: a (request, head)'s tiles on the ranks of one clust
     auto tail_plan = [](const char* preset, int R, int L) {
         const Config c = step(preset, R, L);
         PlanV2Params pp = PlanV2Params::for_config(c);
-        CHECK(pp.tail == 0);  // not yet on by default: nothing runs the tail's steps
+        CHECK(pp.tail == 0);  // off by default: emulate --kernel v2 --tail and plan --tail turn it on
         pp.tail = 1;
         return PlanV2::build(c, pp);
     };
     auto is = [](const V2Task& t, std::array<int, 6> want) {
         return std::array<int, 6>{t.request, t.head, t.tile, t.cluster, t.rank, t.onrm} == want;
     };
+    auto share_is = [](const V2Task& t, std::array<int, 4> want) { return std::array<int, 4>{t.qk0, t.qkn, t.fa0, t.fan} == want; };
     CHECK(plan_for("k3", 1, 4).tasks.empty());
     // R = 1: head h on cluster h, tile t (state rows 16t ..) on rank t; clusters 12-14 have none
     const PlanV2 one = tail_plan("k3", 1, 4);
@@ -392,6 +394,8 @@ TEST_CASE("the tail's tasks: a (request, head)'s tiles on the ranks of one clust
     CHECK(is(one.tasks[0], {0, 0, 0, 0, 0, 0}));
     CHECK(is(one.tasks[5 * 8 + 3], {0, 5, 3, 5, 3, 0}));
     CHECK(is(one.tasks[11 * 8 + 7], {0, 11, 7, 11, 7, 0}));
+    // tile t polls q and k rows 16t .. 16t + 15 of the head (K 128 over 8 tiles) and f_a rows 16t .. (F 128)
+    CHECK(share_is(one.tasks[5 * 8 + 3], {48, 16, 48, 16}));
     CHECK(one.problems().empty());
     // R = 2: pair q = 12r + h on cluster q mod 15, barrier q / 15: (1, 2) is q 14 on cluster 14, (1, 3) q 15 back on cluster 0
     const PlanV2 two = tail_plan("k3", 2, 1);
@@ -407,6 +411,78 @@ TEST_CASE("the tail's tasks: a (request, head)'s tiles on the ranks of one clust
     for (size_t i = 0; i < want.size(); ++i) {
         CAPTURE(i);
         CHECK(is(small.tasks[i], want[i]));
+        CHECK(share_is(small.tasks[i], i % 2 ? std::array<int, 4>{16, 16, 8, 8} : std::array<int, 4>{0, 16, 0, 8}));  // K 32, F 16
     }
     CHECK(small.problems().empty());
+}
+
+TEST_CASE("the tail's steps and waits: PUBLISH after each REDUCE, a task's POLL, REC and NORM after the seam, as worked out by hand") {
+    Config c = step("k3", 1, 4);
+    PlanV2Params pp = PlanV2Params::for_config(c);
+    pp.tail = 1;
+    const PlanV2 p = PlanV2::build(c, pp);
+    REQUIRE(p.has_seam());
+    // every reducer: each REDUCE followed by the PUBLISH of its entry
+    int published = 0;
+    for (int k = 0; k < p.ctas(); ++k) {
+        const auto& prog = p.programs[size_t(PlanV2::proc(k, V2Role::reducer))];
+        for (size_t i = 0; i < prog.size(); ++i)
+            if (prog[i].opcode() == V2Op::REDUCE) {
+                REQUIRE(i + 2 < prog.size());
+                CHECK(prog[i + 1].opcode() == V2Op::PUBLISH);
+                CHECK(prog[i + 1].a == prog[i].a);
+                CHECK(prog[i + 2].opcode() == V2Op::RELEASE);
+                ++published;
+            }
+    }
+    CHECK(published == int(p.recvs.size()));
+    // task 26 = (request 0, head 3, tile 2) on cluster 3 rank 2 (CTA 26): its steps after the seam's X
+    const int k = p.cta(3, 2), sp = PlanV2::proc(k, V2Role::seam);
+    const auto& prog = p.programs[size_t(sp)];
+    std::vector<std::pair<V2Op, int>> ops;
+    for (const V2Instr& in : prog) ops.push_back({in.opcode(), in.a});
+    const std::vector<std::pair<V2Op, int>> want = {{V2Op::SYNC, p.barrier_index(3, V2Point::entry)},
+                                                   {V2Op::LOAD, k}, {V2Op::PART, k}, {V2Op::GATE, k}, {V2Op::MIX, k}, {V2Op::X, k},
+                                                   {V2Op::POLL, 26}, {V2Op::REC, 26}, {V2Op::NORM, 26},
+                                                   {V2Op::SYNC, p.barrier_index(3, V2Point::exit)}};
+    CHECK(ops == want);
+    // POLL waits for the words of the 8-row groups of: q rows 3·128 + 32 .., k rows 1536 + 416 .., v rows
+    // 3072 + 416 .., f_a rows 6144 + 32 .., and beta's row 6144 + 128 + 3 (in 6272 .. 6279); request 0
+    auto rows_of = [&](const std::vector<V2Wait>& w, V2Bar kind) {
+        std::set<int> r;
+        for (const V2Wait& x : w)
+            if (x.bar.kind == kind) r.insert(kind == V2Bar::words ? p.recvs[size_t(x.bar.index)].row0 : x.bar.index);
+        return r;
+    };
+    const std::vector<V2Wait> poll = p.waits(sp, 6), rec = p.waits(sp, 7), norm = p.waits(sp, 8);
+    CHECK(rows_of(poll, V2Bar::words) == std::set<int>{416, 424, 1952, 1960, 3488, 3496, 6176, 6184, 6272});
+    CHECK(poll.size() == 9);
+    for (const V2Wait& x : poll) CHECK(x.round == 0);
+    REQUIRE(rec.size() == 1);
+    CHECK(rec[0].bar == V2BarRef{V2Bar::share, k, 0});
+    // NORM: g's rows 4608 + 416 .. 431, then the pair's Σō²
+    REQUIRE(norm.size() == 3);
+    CHECK(rows_of(norm, V2Bar::words) == std::set<int>{5024, 5032});
+    CHECK(norm[2].bar == V2BarRef{V2Bar::onrm, k, 0});
+    CHECK(p.wait_texts(sp, 8)[2] == "onrm[pair 0] of CTA 26 round 0");
+    CHECK(p.describe(prog[6]) == "POLL(task 26: request 0, head 3, rows 32..47)");
+    // R = 2, L = 1: cluster 0 has pairs q 0 and 15, each rank takes them in that order, on its barriers 0 and 1
+    c = step("k3", 2, 1);
+    pp = PlanV2Params::for_config(c);
+    pp.tail = 1;
+    const PlanV2 two = PlanV2::build(c, pp);
+    std::vector<std::pair<V2Op, int>> tail_ops;
+    for (const V2Instr& in : two.programs[size_t(PlanV2::proc(two.cta(0, 5), V2Role::seam))])
+        if (in.opcode() >= V2Op::POLL) tail_ops.push_back({in.opcode(), in.a});
+    CHECK(tail_ops == std::vector<std::pair<V2Op, int>>{{V2Op::POLL, 5}, {V2Op::REC, 5}, {V2Op::NORM, 5},
+                                                       {V2Op::POLL, 125}, {V2Op::REC, 125}, {V2Op::NORM, 125}});
+    CHECK(two.waits(PlanV2::proc(two.cta(0, 5), V2Role::seam), int(two.programs[size_t(PlanV2::proc(two.cta(0, 5), V2Role::seam))].size()) - 2)
+              .back()
+              .bar == V2BarRef{V2Bar::onrm, two.cta(0, 5), 1});
+    // the tail's sums: trees within a task, Σō² the tiles' partials in tile order
+    const ReductionOrder o = p.reduction_order();
+    CHECK(o.at(Site::onorm_sumsq).str() == "split:8");
+    CHECK(o.at(Site::rec_kS).str() == "pairwise");
+    CHECK(o.at(Site::f_b).str() == "pairwise");
+    CHECK(plan_for("k3", 1, 4).reduction_order().at(Site::rec_kS).str() == "sequential");  // not v2's without the tail
 }

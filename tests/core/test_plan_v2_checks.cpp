@@ -58,7 +58,13 @@ const std::vector<Plant>& plants() {
         {"recv_slot_rounds", "is slot 0 round 2; unit 2 of its cluster takes slot 0 round 1", [](PlanV2& p) { p.recvs[recv_of(p, 2, 0)].round = 2; }},
         {"free_counts", "arrive 9 times on each free barrier", [](PlanV2& p) { p.frees[0].count += 1; }},
         // a task in a plan without the tail
-        {"tail_tasks", "a plan without the tail has 1 tasks", [](PlanV2& p) { p.tasks.push_back({0, 0, 0, 0, 0, 0}); }},
+        {"tail_tasks", "a plan without the tail has 1 tasks", [](PlanV2& p) { p.tasks.push_back({0, 0, 0, 0, 0, 0, 0, 32, 0, 16}); }},
+        // a tail step in a plan without the tail: CTA 0's reducer publishes its first entry
+        {"tail_programs", "PUBLISH(rows 256..263) is a step of the tail, which this plan leaves out",
+         [](PlanV2& p) {
+             auto& red = p.programs[size_t(PlanV2::proc(0, V2Role::reducer))];
+             red.insert(red.begin() + 2, {int32_t(V2Op::PUBLISH), red[1].a});
+         }},
         // cluster 0's entry barrier a CTA barrier (as the emulator's missing_cluster_barrier fault)
         {"cluster_barriers", "the entry barrier of cluster 0 has CTA scope", [](PlanV2& p) { p.barriers[0].scope = 1; }},
         {"smem_fits", "CTA 4 needs", [](PlanV2& p) { p.rings[4].slot_bytes = 240 * 1024; }},
@@ -126,6 +132,22 @@ TEST_CASE("each check alone fires on its planted bad plan, and names the problem
     CHECK(planted == std::set<std::string>(PlanV2::check_names().begin(), PlanV2::check_names().end()));
 }
 
+// task i's table entry on (cluster, rank), its steps moved with it, to the end of that CTA's seam team
+// (as a builder that placed it there would write them), or after the steps of task `after`
+void move_task(PlanV2& p, int i, int cluster, int rank, int after = -1) {
+    auto& from = p.programs[size_t(PlanV2::proc(p.cta(p.tasks[size_t(i)].cluster, p.tasks[size_t(i)].rank), V2Role::seam))];
+    std::vector<V2Instr> steps;
+    for (auto it = from.begin(); it != from.end();)
+        if (it->opcode() >= V2Op::POLL && it->a == i) steps.push_back(*it), it = from.erase(it);
+        else ++it;
+    p.tasks[size_t(i)].cluster = cluster, p.tasks[size_t(i)].rank = rank;
+    auto& to = p.programs[size_t(PlanV2::proc(p.cta(cluster, rank), V2Role::seam))];
+    auto at = to.end() - 1;
+    for (auto it = to.begin(); it != to.end(); ++it)
+        if (it->opcode() == V2Op::NORM && it->a == after) at = it + 1;
+    to.insert(at, steps.begin(), steps.end());
+}
+
 TEST_CASE("a tail plan's tasks: one moved, doubled or sharing a barrier, each named by tail_tasks alone") {
     Config c = Config::preset("small");
     c.R = 2, c.L = 4, c.slots = c.S() + 1;
@@ -135,16 +157,23 @@ TEST_CASE("a tail plan's tasks: one moved, doubled or sharing a barrier, each na
     REQUIRE(base.problems().empty());
     const std::vector<Plant> edits = {
         // (request 0, head 0)'s tile 1 on cluster 1: its partial norms could not meet in a cluster
-        {"tail_tasks", "(request 0, head 0)'s tasks are not on one cluster", [](PlanV2& p) { p.tasks[1].cluster = 1; }},
+        {"tail_tasks", "(request 0, head 0)'s tasks are not on one cluster", [](PlanV2& p) { move_task(p, 1, 1, 1); }},
         // tile 1 of (0, 0) computed twice, tile 0 of (0, 1) never
-        {"tail_tasks", "(request 0, head 1, tile 0) has 0 tasks", [](PlanV2& p) { p.tasks[2] = p.tasks[1]; }},
+        {"tail_tasks", "(request 0, head 1, tile 0) has 0 tasks", [](PlanV2& p) {
+             const V2Task t = p.tasks[1];
+             move_task(p, 2, t.cluster, t.rank, 1);
+             p.tasks[2] = t;
+         }},
         // (1, 0) on cluster 0's barrier 0, which (0, 0) uses
         {"tail_tasks", "uses partial-norm barrier 0 of cluster 0, which (request 0, head 0) uses", [](PlanV2& p) {
              p.tasks[4].onrm = 0;
              p.tasks[5].onrm = 0;
          }},
         // two tiles of (0, 0) on rank 0
-        {"tail_tasks", "shares rank 0 with another tile of its pair", [](PlanV2& p) { p.tasks[1].rank = 0; }},
+        {"tail_tasks", "shares rank 0 with another tile of its pair", [](PlanV2& p) { move_task(p, 1, 0, 0); }},
+        // (0, 0)'s tile 1 polls q and k rows 8 .. 23 (tile 0 has 0 .. 15): rows 8 .. 15 twice, 24 .. 31 never
+        {"tail_tasks", "(request 0, head 0)'s tasks share q and k row 8 of the head 2 times, not once", [](PlanV2& p) { p.tasks[1].qk0 = 8; }},
+        {"tail_tasks", "(request 1, head 1)'s tasks share f_a row 15 0 times, not once", [](PlanV2& p) { p.tasks[7].fan = 7; }},
     };
     for (const Plant& e : edits) {
         CAPTURE(e.names);
@@ -152,8 +181,72 @@ TEST_CASE("a tail plan's tasks: one moved, doubled or sharing a barrier, each na
         e.edit(p);
         std::set<std::string> fired;
         bool named = false;
-        for (const auto& x : p.problems()) fired.insert(x.check), named |= x.what.find(e.names) != std::string::npos;
+        std::string all;
+        for (const auto& x : p.problems()) fired.insert(x.check), named |= x.what.find(e.names) != std::string::npos, all += "\n" + x.check + ": " + x.what;
+        INFO(all);
         CHECK(fired == std::set<std::string>{"tail_tasks"});
+        CHECK(named);
+    }
+}
+
+// the seam process of the CTA of task i, and the index of the task's `op` in it
+std::pair<int, size_t> tail_step(const PlanV2& p, int i, V2Op op) {
+    const V2Task& t = p.tasks[size_t(i)];
+    const int q = PlanV2::proc(p.cta(t.cluster, t.rank), V2Role::seam);
+    const auto& prog = p.programs[size_t(q)];
+    for (size_t k = 0; k < prog.size(); ++k)
+        if (prog[k].opcode() == op && prog[k].a == i) return {q, k};
+    FAIL("no such step");
+    return {0, 0};
+}
+
+TEST_CASE("a tail plan's steps: one dropped, reordered, misplaced or out of order across ranks, each named by tail_programs alone") {
+    Config c = Config::preset("k3");
+    c.R = 2, c.L = 1, c.slots = c.S() + 1;  // cluster 0 holds pairs 0 and 15
+    PlanV2Params pp = PlanV2Params::for_config(c);
+    pp.tail = 1;
+    const PlanV2 base = PlanV2::build(c, pp);
+    REQUIRE(base.problems().empty());
+    const std::vector<Plant> edits = {
+        // CTA 0's reducer drops its first PUBLISH: nothing stores those rows' words
+        {"tail_programs", "is never published: the tail's words of those rows never come",
+         [](PlanV2& p) {
+             auto& red = p.programs[size_t(PlanV2::proc(0, V2Role::reducer))];
+             red.erase(red.begin() + 2);
+         }},
+        // task 3's REC before its POLL
+        {"tail_programs", "task 3 (request 0, head 0, tile 3) does not have POLL, REC and NORM once each, in that order",
+         [](PlanV2& p) {
+             const auto poll = tail_step(p, 3, V2Op::POLL), rec = tail_step(p, 3, V2Op::REC);
+             std::swap(p.programs[size_t(poll.first)][poll.second], p.programs[size_t(rec.first)][rec.second]);
+         }},
+        // task 2's steps moved before its CTA's seam: the tail would hold x behind it
+        {"tail_programs", "task 2 (request 0, head 0, tile 2)'s POLL comes before the seam's LOAD",
+         [](PlanV2& p) {
+             const auto poll = tail_step(p, 2, V2Op::POLL);
+             auto& prog = p.programs[size_t(poll.first)];
+             const V2Instr x = prog[poll.second];
+             prog.erase(prog.begin() + long(poll.second));
+             prog.insert(prog.begin() + 1, x);
+         }},
+        // rank 4 of cluster 0 takes pair 15 before pair 0; the other ranks, pair 0 first
+        {"tail_programs", "CTAs 3 and 4 take the pairs they share in different orders",
+         [](PlanV2& p) {
+             const auto a = tail_step(p, 4, V2Op::POLL), b = tail_step(p, 15 * 8 + 4, V2Op::POLL);
+             auto& prog = p.programs[size_t(a.first)];
+             std::rotate(prog.begin() + long(a.second), prog.begin() + long(b.second), prog.begin() + long(b.second) + 3);
+         }},
+    };
+    for (const Plant& e : edits) {
+        CAPTURE(e.names);
+        PlanV2 p = base;
+        e.edit(p);
+        std::set<std::string> fired;
+        bool named = false;
+        std::string all;
+        for (const auto& x : p.problems()) fired.insert(x.check), named |= x.what.find(e.names) != std::string::npos, all += "\n" + x.what;
+        INFO(all);
+        CHECK(fired == std::set<std::string>{"tail_programs"});
         CHECK(named);
     }
 }

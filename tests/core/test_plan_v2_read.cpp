@@ -36,6 +36,16 @@ const json& small_json() {
     return j;
 }
 
+// the small plan with the tail, as its file
+const json& tail_json() {
+    static const json j = [] {
+        PlanV2Params pp = PlanV2Params::for_config(small_plan().config());
+        pp.tail = 1;
+        return json::parse(PlanV2::build(small_plan().config(), pp).to_json());
+    }();
+    return j;
+}
+
 // the small plan's file with one edit, as a user's editor leaves it
 template <class F>
 std::string edited(F&& edit) {
@@ -79,6 +89,17 @@ TEST_CASE("a written plan reads back: its flat table word for word, its file the
     CHECK(PlanV2::from_json(t.to_json()).params().tail == 1);
 }
 
+TEST_CASE("a tail step in a file without the tail is refused, naming it") {
+    json j = small_json();
+    auto& red = j["ctas"][0]["roles"][1]["program"];
+    red.insert(red.begin() + 2, json{{"op", "PUBLISH"}, {"a", 0}});
+    CHECK(bad_input_message([&] { PlanV2::from_json(j.dump()); }).find("ctas[0].roles[1].program[2].op: PUBLISH is a step of the tail, which this plan "
+                                                                       "leaves out") != std::string::npos);
+    json t = tail_json();
+    t["ctas"][0]["roles"][10]["program"].back() = json{{"op", "NORM"}, {"a", 8}};  // the small plan has 8 tasks
+    CHECK(bad_input_message([&] { PlanV2::from_json(t.dump()); }).find("ctas[0].roles[10].program") != std::string::npos);
+}
+
 TEST_CASE("a tail plan's file: a task's value out of range is refused, naming it") {
     Config c = small_plan().config();
     PlanV2Params pp = PlanV2Params::for_config(c);
@@ -88,6 +109,9 @@ TEST_CASE("a tail plan's file: a task's value out of range is refused, naming it
     CHECK(bad_input_message([&] { PlanV2::from_json(j.dump()); }).find("tail.tasks[3].rank: must be in 0..7 (got 99)") != std::string::npos);
     j["tail"]["tasks"][3].erase("rank");
     CHECK(bad_input_message([&] { PlanV2::from_json(j.dump()); }).find("tail.tasks[3]: has no \"rank\"") != std::string::npos);
+    json k = tail_json();
+    k["tail"]["tasks"][2]["share"]["qk_rows"] = {0, 99};
+    CHECK(bad_input_message([&] { PlanV2::from_json(k.dump()); }).find("tail.tasks[2].share.qk_rows[1]: must be in 0..32 (got 99)") != std::string::npos);
 }
 
 TEST_CASE("the programs are the file's: an edited step order is read as written, not rebuilt from the parameters") {
@@ -193,6 +217,7 @@ TEST_CASE("an edited file's wrong table is named by the check it reaches") {
         const char* check;
         const char* names;
         std::function<void(json&)> edit;
+        bool tail = false;  // an edit of the tail plan's file
     };
     auto buffer = [](const json& j, int unit, int owner) {
         for (size_t e = 0; e < j["cluster_buffers"].size(); ++e)
@@ -234,16 +259,10 @@ TEST_CASE("an edited file's wrong table is named by the check it reaches") {
         // a program step dropped: consumer 0 of CTA 3 frees chunk 0 without taking it
         {"ring_arrivals", "CTA 3 consumer 0 frees chunk 0 it has not taken", [](json& j) { j["ctas"][3]["roles"][2]["program"].erase(2); }},
         {"smem_fits", "CTA 4 needs", [](json& j) { j["ctas"][4]["ring"]["slot_bytes"] = 240 * 1024; }},
-        // the tail added by hand, (request 0, head 0)'s tile 1 on the other cluster
-        {"tail_tasks", "(request 0, head 0)'s tasks are not on one cluster",
-         [](json& j) {
-             json ts = json::array();
-             for (int q = 0; q < 4; ++q)
-                 for (int t = 0; t < 2; ++t)
-                     ts.push_back({{"request", q / 2}, {"head", q % 2}, {"tile", t}, {"cluster", q % 2}, {"rank", t}, {"onrm", q / 2}});
-             ts[1]["cluster"] = 1;
-             j["tail"] = {{"tasks", ts}};
-         }},
+        // the tail plan's file: (request 0, head 0)'s tile 1 polls q and k rows 8 .. 23, which tile 0's share overlaps
+        {"tail_tasks", "(request 0, head 0)'s tasks share q and k row 8 of the head 2 times", [](json& j) { j["tail"]["tasks"][1]["share"]["qk_rows"] = {8, 16}; }, true},
+        // the tail plan's file: CTA 0's reducer without its first PUBLISH
+        {"tail_programs", "is never published", [](json& j) { j["ctas"][0]["roles"][1]["program"].erase(2); }, true},
         // the tables as written, a description that is not theirs
         {"file_descriptions", "ctas[3].roles[2].program[2].waits is [\"full[slot 1] of CTA 3 round 0\"]; the tables give [\"full[slot 0] of CTA 3 round 0\"]",
          [](json& j) { j["ctas"][3]["roles"][2]["program"][2]["waits"][0] = "full[slot 1] of CTA 3 round 0"; }},
@@ -254,7 +273,9 @@ TEST_CASE("an edited file's wrong table is named by the check it reaches") {
     std::set<std::string> reached;
     for (const Edit& e : edits) {
         INFO(e.check, ": ", e.names);
-        const PlanV2 p = PlanV2::from_json(edited(e.edit));
+        json j = e.tail ? tail_json() : small_json();
+        e.edit(j);
+        const PlanV2 p = PlanV2::from_json(j.dump(1));
         std::set<std::string> fired;
         bool named = false;
         std::string all;

@@ -35,13 +35,27 @@ std::vector<Schedule> schedules() {
     return s;
 }
 
+// the small fixture's plan with the tail
+const V2Prepared& small_v2_tail() {
+    static const V2Prepared p = [] {
+        V2EmulateOptions o;
+        o.fixture.preset = "small";
+        o.tail = true;
+        return prepare_v2(o);
+    }();
+    return p;
+}
+
+bool in_tail(Fault f) { return f == Fault::tail_word_unwaited || f == Fault::tail_stale_tag || f == Fault::tail_onrm_unwaited; }
+
 V2EmulateResult run(Fault f, const Schedule& s, DetectorSet d = {}) {
     V2EmulateOptions o;
     o.fixture.preset = "small";
     o.fault = f;
     o.schedule = s;
     o.detectors = d;
-    return emulate_v2(small_v2(), o);
+    o.tail = in_tail(f);
+    return emulate_v2(o.tail ? small_v2_tail() : small_v2(), o);
 }
 
 bool named(const V2EmulateResult& r, int p) { return std::find(r.run.named.begin(), r.run.named.end(), p) != r.run.named.end(); }
@@ -76,10 +90,11 @@ TEST_CASE("kernel v2's faults are in the catalogue, each one detector's, refused
         FaultHooks{f.fault}.require_kernel(2);
         int sole = 0;
         for (const DetectorInfo& d : detector_list()) sole += d.sole == f.fault;
-        // a dropped hand-off is a hang, the deadlock detector's (whose own fault is kernel v1's)
-        CHECK(sole == (f.fault == Fault::seam_wgt_dropped ? 0 : 1));
+        // a dropped hand-off or words that never carry the step's tag are a hang, the deadlock detector's
+        // (whose own fault is kernel v1's)
+        CHECK(sole == (f.fault == Fault::seam_wgt_dropped || f.fault == Fault::tail_stale_tag ? 0 : 1));
     }
-    CHECK(v2 == 7);
+    CHECK(v2 == 10);
     CHECK_THROWS_AS(FaultHooks{Fault::missing_xrdy}.require_kernel(2), BadInput);
 }
 
@@ -179,6 +194,49 @@ TEST_CASE("a weight send dropped: DEADLOCK, the blocked seam processes named fir
                                      "(0 phases completed, 0 arrivals and 24 bytes pending)"));
         CHECK(r.problems.empty());
     });
+}
+
+// The tail's faults (the owners' words and the tasks' hand-offs: docs/emulator.md "The tail").
+
+TEST_CASE("words read without polling them: STALE_READ by words_fresh at task 0's POLL, naming the publishing owner") {
+    each_schedule(Fault::tail_word_unwaited, Detector::words_fresh, {Detector::none, Detector::result}, [&](const V2EmulateResult& r) {
+        REQUIRE(r.run.named.size() == 2);
+        CHECK(r.run.named[0] == PlanV2::proc(0, V2Role::seam));
+        CHECK(PlanV2::proc_role(r.run.named[1]) == V2Role::reducer);
+        CHECK(contains(r.run.detail, "CTA 0 (cluster 0 rank 0) seam POLL(task 0: request 0, head 0, rows 0..15) reads the words of rows "));
+        CHECK(contains(r.run.detail, "without polling them until they carry this step's tag"));
+        CHECK(r.problems.empty());  // the plan is sound: the task's body skips the wait
+    });
+}
+
+TEST_CASE("words published with the step before's tag: DEADLOCK, the polling tasks named with the words each waits for") {
+    each_schedule(Fault::tail_stale_tag, Detector::deadlock, {Detector::watchdog}, [&](const V2EmulateResult& r) {
+        REQUIRE(!r.run.named.empty());
+        CHECK(PlanV2::proc_role(r.run.named[0]) == V2Role::seam);  // the tail's blocked tasks first, then the roles at the exit
+        // receive entry 0 holds f_a's rows 0..7, which every pair's tile 0 polls
+        CHECK(contains(r.run.detail, "seam POLL(task 0: request 0, head 0, rows 0..15) waits for the words of rows 256..263 (receive "
+                                     "entry 0) of request 0"));
+        CHECK(r.problems.empty());
+    });
+}
+
+TEST_CASE("partial norms summed without waiting: VISIBILITY_FAULT by tail_landed at task 0's NORM, naming the sender") {
+    each_schedule(Fault::tail_onrm_unwaited, Detector::tail_landed, {Detector::none, Detector::result}, [&](const V2EmulateResult& r) {
+        REQUIRE(r.run.named.size() == 2);
+        CHECK(r.run.named[0] == PlanV2::proc(0, V2Role::seam));
+        CHECK(PlanV2::proc_role(r.run.named[1]) == V2Role::seam);
+        CHECK(contains(r.run.detail, "CTA 0 (cluster 0 rank 0) seam NORM(task 0: request 0, head 0, rows 0..15) reads the partial Σō² of tile "));
+        CHECK(r.problems.empty());
+    });
+}
+
+TEST_CASE("the tail's faults are refused where the plan leaves the tail out") {
+    V2EmulateOptions o;
+    o.fixture.preset = "small";
+    for (Fault f : {Fault::tail_word_unwaited, Fault::tail_stale_tag, Fault::tail_onrm_unwaited}) {
+        o.fault = f;
+        CHECK_THROWS_WITH_AS(emulate_v2(small_v2(), o), doctest::Contains("is planted in the tail, which this plan leaves out"), BadInput);
+    }
 }
 
 TEST_CASE("the seam's faults are refused where the plan leaves the seam out") {

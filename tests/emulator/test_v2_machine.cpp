@@ -6,9 +6,12 @@
 // stops, each on a planted defect: a hang (a copy dropped), the step budget, a wrong weight byte.
 #include <doctest/doctest.h>
 
+#include <cstring>
+
 #include "core/fixture_gen.hpp"
 #include "emu_util.hpp"
 #include "emulator/v2/emulate_v2.hpp"
+#include "reference/reference.hpp"
 
 using namespace monokda;
 using namespace monokda::emu;
@@ -41,7 +44,109 @@ std::vector<Schedule> v2_schedules() {
     return s;
 }
 
+V2EmulateOptions tail_options(const char* preset, int R = 2, int L = 4) {
+    V2EmulateOptions o = v2_options(preset, R, L);
+    o.tail = true;
+    return o;
+}
+
+const V2Prepared& small_tail() {
+    static const V2Prepared p = prepare_v2(tail_options("small"));
+    return p;
+}
+
+// the tail's outputs of a run against another set, bit for bit, each named where it differs
+void check_tail(const StepOutputs<float>& got, const StepOutputs<float>& want) {
+    for (auto m : {&StepOutputs<float>::g1, &StepOutputs<float>::qkv, &StepOutputs<float>::conv_state, &StepOutputs<float>::o,
+                   &StepOutputs<float>::core_out})
+        CHECK(same_bits(got.*m, want.*m));
+    REQUIRE(got.ssm_state.size() == want.ssm_state.size());
+    CHECK(std::memcmp(got.ssm_state.data(), want.ssm_state.data(), got.ssm_state.size() * sizeof(float)) == 0);
+}
+
+// the reference's tail (C-F) from proj, in `ord`
+StepOutputs<float> reference_tail(const StepInputs& in, const ReductionOrder& ord, const std::vector<bf16>& proj) {
+    StepOutputs<float> t;
+    t.g1 = ref::f_b<float>(in, ord, proj);
+    ref::short_conv<float>(in, proj, t.qkv, t.conv_state);
+    ref::recurrence<float>(in, ord, t.qkv, proj, t.g1, t.o, t.ssm_state);
+    t.core_out = ref::out_norm<float>(in, ord, t.o, proj);
+    return t;
+}
+
 }  // namespace
+
+TEST_CASE("the tail on the small plan passes under every schedule, qkv, g1, o, core_out and the states bit-identical to the reference") {
+    const V2Prepared& p = small_tail();
+    REQUIRE(p.plan.has_tail());
+    REQUIRE(static_cast<bool>(p.step));
+    // the reference computed here, on its own, in the plan's order
+    const StepOutputs<float> want = reference_tail(*p.step, p.plan.reduction_order(), p.ref_proj);
+    size_t nonzero = 0;
+    for (bf16 v : want.core_out) nonzero += (v.bits & 0x7fff) != 0;
+    CHECK(nonzero > want.core_out.size() / 2);  // the outputs are not trivially zero
+    CHECK(std::memcmp(want.ssm_state.data(), p.step->ssm_state.data(), want.ssm_state.size() * sizeof(float)) != 0);  // states written
+    for (const Schedule& s : v2_schedules()) {
+        V2EmulateOptions o = tail_options("small");
+        o.schedule = s;
+        const V2EmulateResult r = emulate_v2(p, o);
+        INFO(s.str(), " seed ", s.seed, "\n", r.report);
+        CHECK(r.verdict == Verdict::PASS);
+        CHECK(r.run.finished);
+        CHECK(r.problems.empty());
+        check_tail(r.run.tail, want);
+        CHECK(contains(r.report, "the tail: g1, qkv, conv_state, o, ssm_state and core_out bit-identical to the reference"));
+    }
+}
+
+TEST_CASE("the emulated tail is the plan's order: the reference in the sequential order gives other state bits") {
+    const V2Prepared& p = small_tail();
+    const StepOutputs<float> seq = reference_tail(*p.step, ReductionOrder{}, p.ref_proj);
+    const V2EmulateResult r = emulate_v2(p, tail_options("small"));
+    REQUIRE(r.verdict == Verdict::PASS);
+    // the f32 states carry the recurrence's sums unrounded (o, rounded to bf16, may hide them at this shape)
+    CHECK(std::memcmp(r.run.tail.ssm_state.data(), seq.ssm_state.data(), seq.ssm_state.size() * sizeof(float)) != 0);
+    CHECK(same_bits(r.run.tail.qkv, seq.qkv));  // the conv has no sum to reorder
+}
+
+TEST_CASE("the tail with a request without states: its o is +0, no state of it is written, its conv window zeros") {
+    V2Prepared p = small_tail();
+    StepInputs in = *p.step;
+    for (int t = 0; t < in.cfg.L; ++t) in.state_indices[size_t(t)] = 0;  // request 0: no slot at all
+    p.step = std::make_shared<const StepInputs>(in);
+    p.ref_tail = reference_tail(in, p.plan.reduction_order(), p.ref_proj);
+    const V2EmulateResult r = emulate_v2(p, tail_options("small"));
+    INFO(r.report);
+    CHECK(r.verdict == Verdict::PASS);
+    check_tail(r.run.tail, p.ref_tail);
+    for (int s = 0; s < in.cfg.L; ++s)
+        for (int e = 0; e < in.cfg.E(); ++e) CHECK(r.run.tail.o[size_t(s) * size_t(in.cfg.E()) + size_t(e)].bits == 0);
+}
+
+TEST_CASE("the tail on the production plan at S = 1 and 8 passes, every output bit-identical") {
+    for (const auto& rl : std::vector<std::pair<int, int>>{{1, 1}, {2, 4}}) {
+        const int R = rl.first, L = rl.second;
+        CAPTURE(R);
+        CAPTURE(L);
+        const V2Prepared p = prepare_v2(tail_options("k3", R, L));
+        REQUIRE(p.plan.tasks.size() == size_t(R) * 12 * 8);
+        const V2EmulateResult r = emulate_v2(p, tail_options("k3", R, L));
+        INFO(r.report);
+        CHECK(r.verdict == Verdict::PASS);
+        CHECK(r.run.finished);
+        check_tail(r.run.tail, reference_tail(*p.step, p.plan.reduction_order(), p.ref_proj));
+    }
+}
+
+TEST_CASE("one wrong f_b weight: WRONG_RESULT in g1, the first tail output it reaches") {
+    V2Prepared p = small_tail();
+    StepInputs in = *p.step;
+    in.f_b_w[0].bits ^= 0x0100;  // g1 column 0 of every row; the reference keeps the fixture's
+    p.step = std::make_shared<const StepInputs>(in);
+    const V2EmulateResult r = emulate_v2(p, tail_options("small"));
+    CHECK(r.verdict == Verdict::WRONG_RESULT);
+    CHECK(contains(r.run.detail, "g1[0] = "));
+}
 
 TEST_CASE("kernel v2's clean small plan passes under every schedule, proj bit-identical to the reference in its order") {
     const V2Prepared& p = small_v2();
