@@ -371,10 +371,11 @@ struct PlanV2Header {
     int32_t chunk_ksteps, ring_depth, in_flight, recv_slots, partial_bytes;
     int32_t n_chunks, n_partials, n_recvs, n_frees, n_barriers, n_instrs;
     int32_t seam, nb, seam_slice_cols, n_seam_sends;  // seam 0: its tables are empty (n_seam_owners 0, no CTA entries)
+    int32_t n_tasks;                                  // the tail's (0: the plan ends at proj)
     int32_t total_words;
 };
 constexpr int32_t kPlanV2Magic = 0x32504b4d;  // "MKP2"
-constexpr int32_t kPlanV2Version = 3;
+constexpr int32_t kPlanV2Version = 4;
 // The plan file's format name and version (the file's own: version 3 files, written before the file
 // was read back, name steps by their text alone).
 constexpr const char* kPlanV2Format = "monokda-plan-v2";
@@ -391,14 +392,14 @@ constexpr bool kV2FlatEntry = std::is_trivially_copyable<T>::value && std::is_st
 static_assert(kV2FlatEntry<V2Unit, 2 + kV2UnitTiles> && kV2FlatEntry<V2Chunk, 7> && kV2FlatEntry<V2Ring, 4> &&
                   kV2FlatEntry<V2Partial, 6> && kV2FlatEntry<V2Recv, 6> && kV2FlatEntry<V2Free, 4> &&
                   kV2FlatEntry<V2Barrier, 3> && kV2FlatEntry<V2Instr, 2> && kV2FlatEntry<V2Wait, 4> &&
-                  kV2FlatEntry<V2SeamCta, 5> && kV2FlatEntry<V2SeamSend, 4>,
+                  kV2FlatEntry<V2SeamCta, 5> && kV2FlatEntry<V2SeamSend, 4> && kV2FlatEntry<V2Task, 10>,
               "a flat table entry is its struct's int32 words");
 
 // Where each table starts in the flat table (words from its start), from the header's counts: the one
 // definition of the layout, for serialize(), read_v2_header() and the device.
 struct PlanV2Layout {
     int32_t cluster_first, units, run_offset, chunk_begin, chunks, rings, partials, recvs, frees, barriers, seam_owner,
-        seam_ctas, seam_send_begin, seam_sends, prog_begin, instrs, wait_begin, waits;
+        seam_ctas, seam_send_begin, seam_sends, tasks, prog_begin, instrs, wait_begin, waits;
 };
 PlanV2Layout v2_layout(const PlanV2Header& h);  // BadInput where a table would start past 2^31 words
 
@@ -420,6 +421,8 @@ struct PlanV2View {
     MONOKDA_HD const V2SeamCta& seam_cta(int cta) const { return reinterpret_cast<const V2SeamCta*>(w + at.seam_ctas)[cta]; }
     MONOKDA_HD int seam_send_begin(int cta) const { return w[at.seam_send_begin + cta]; }
     MONOKDA_HD const V2SeamSend& seam_send(int e) const { return reinterpret_cast<const V2SeamSend*>(w + at.seam_sends)[e]; }
+    // the tail (header n_tasks > 0): task i
+    MONOKDA_HD const V2Task& task(int i) const { return reinterpret_cast<const V2Task*>(w + at.tasks)[i]; }
     // process p's steps are instrs prog_begin(p) .. prog_begin(p + 1) − 1 (p = cta · kV2ProcsPerCta + role)
     MONOKDA_HD int prog_begin(int p) const { return w[at.prog_begin + p]; }
     MONOKDA_HD const V2Instr& instr(int i) const { return reinterpret_cast<const V2Instr*>(w + at.instrs)[i]; }

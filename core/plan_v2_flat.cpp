@@ -38,7 +38,7 @@ std::vector<std::vector<V2Wait>> all_waits(const PlanV2& p) {
 
 PlanV2Layout v2_layout(const PlanV2Header& h) {
     for (int32_t count : {h.ranks, h.clusters, h.ctas, h.n_units, h.n_chunks, h.n_partials, h.n_recvs, h.n_frees, h.n_barriers, h.n_instrs,
-                          h.S, h.n_seam_sends})
+                          h.S, h.n_seam_sends, h.n_tasks})
         if (count < 0) bad_input("plan v2 buffer: a negative count in its header");
     if (h.seam != 0 && h.seam != 1) bad_input("plan v2 buffer: its seam flag is neither 0 nor 1");
     PlanV2Layout L{};
@@ -64,6 +64,7 @@ PlanV2Layout v2_layout(const PlanV2Header& h) {
     next(L.seam_ctas, seam * int64_t(h.ctas) * int64_t(sizeof(V2SeamCta) / 4));
     next(L.seam_send_begin, seam * (int64_t(h.ctas) + 1));
     next(L.seam_sends, int64_t(h.n_seam_sends) * int64_t(sizeof(V2SeamSend) / 4));
+    next(L.tasks, int64_t(h.n_tasks) * int64_t(sizeof(V2Task) / 4));
     next(L.prog_begin, procs + 1);
     next(L.instrs, int64_t(h.n_instrs) * int64_t(sizeof(V2Instr) / 4));
     next(L.wait_begin, int64_t(h.n_instrs) + 1);
@@ -83,6 +84,7 @@ std::vector<int32_t> PlanV2::serialize() const {
     h.n_partials = int32_t(partials.size()), h.n_recvs = int32_t(recvs.size()), h.n_frees = int32_t(frees.size());
     h.n_barriers = int32_t(barriers.size());
     h.seam = params_.seam, h.nb = cfg_.nb, h.seam_slice_cols = params_.seam_slice_cols, h.n_seam_sends = int32_t(seam_sends.size());
+    h.n_tasks = int32_t(tasks.size());
     if (has_seam() && (seam_owner.size() != size_t(h.S) || seam_ctas.size() != size_t(ctas()) || seam_send_begin.size() != size_t(ctas()) + 1))
         throw std::logic_error("plan v2: the seam's tables are not an owner a row and an entry a CTA");
     const std::vector<std::vector<V2Wait>> waits_of = all_waits(*this);
@@ -111,6 +113,7 @@ std::vector<int32_t> PlanV2::serialize() const {
     put_table(w, seam_ctas);
     put_table(w, seam_send_begin);
     put_table(w, seam_sends);
+    put_table(w, tasks);
     at = 0;
     for (const auto& p : programs) w.push_back(at), at += int32_t(p.size());
     w.push_back(at);
@@ -166,6 +169,12 @@ PlanV2Header read_v2_header(const std::vector<int32_t>& words) {
             x.bar < int32_t(V2SeamBar::part) || x.bar > int32_t(V2SeamBar::msq))
             bad_input("plan v2 buffer: seam send " + std::to_string(e) + " names a CTA outside its cluster or a barrier not a hand-off's");
     }
+    for (int i = 0; i < h.n_tasks; ++i) {  // what a task's CTA and barriers index
+        const V2Task& t = v.task(i);
+        if (t.cluster < 0 || t.cluster >= h.clusters || t.rank < 0 || t.rank >= h.ranks || t.onrm < 0 || t.tile < 0 || t.qk0 < 0 ||
+            t.qkn < 0 || t.fa0 < 0 || t.fan < 0)
+            bad_input("plan v2 buffer: task " + std::to_string(i) + " names a CTA, barrier, tile or share outside the plan's");
+    }
     for (int u = 0; u < h.n_units; ++u)
         if (v.unit(u).tiles < 1 || v.unit(u).tiles > kV2UnitTiles)
             bad_input("plan v2 buffer: unit " + std::to_string(u) + " has " + std::to_string(v.unit(u).tiles) + " tiles");
@@ -182,9 +191,12 @@ PlanV2Header read_v2_header(const std::vector<int32_t>& words) {
             const V2Instr& in = v.instr(i);
             const int k = int(p / kV2ProcsPerCta);
             const bool seam_op = in.op >= int32_t(V2Op::INPUT) && in.op <= int32_t(V2Op::XWAIT);
+            const bool task_op = in.op >= int32_t(V2Op::POLL) && in.op <= int32_t(V2Op::NORM);
             const int32_t end = in.op == int32_t(V2Op::COPY) || in.op == int32_t(V2Op::TAKE) || in.op == int32_t(V2Op::FREE)
                                     ? v.chunk_begin(k + 1) - v.chunk_begin(k)
                                 : seam_op                                        ? (h.seam ? h.ctas : 0)  // the seam ops' CTA
+                                : task_op                                        ? h.n_tasks
+                                : in.op == int32_t(V2Op::PUBLISH)                ? (h.n_tasks ? h.n_recvs : 0)
                                 : in.op >= 1 && in.op <= int32_t(V2Op::RELEASE) ? operand_end[in.op]
                                                                                  : -1;
             if (in.a < 0 || in.a >= end)

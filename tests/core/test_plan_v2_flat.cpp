@@ -35,7 +35,8 @@ TEST_CASE("the flat table: the header's counts, words where worked out by hand, 
     const PlanV2 p = plan_for("small", 2, 4);
     std::vector<int32_t> w = p.serialize();
     const PlanV2Header h = read_v2_header(w);
-    CHECK(h.version == 3);
+    CHECK(h.version == 4);
+    CHECK(h.n_tasks == 0);  // no tail
     CHECK(h.seam == 1);  // the small shape's seam: a slice of 32 columns a rank
     CHECK(h.nb == 4);
     CHECK(h.seam_slice_cols == 32);
@@ -48,7 +49,7 @@ TEST_CASE("the flat table: the header's counts, words where worked out by hand, 
     CHECK(h.partial_bytes == 256);
     CHECK(h.total_words == int(w.size()));
     const size_t hw = sizeof(PlanV2Header) / 4;
-    CHECK(hw == 26);
+    CHECK(hw == 27);
     CHECK(std::vector<int32_t>(w.begin() + long(hw), w.begin() + long(hw) + 3) == std::vector<int32_t>{0, 3, 6});  // cluster_first
     CHECK(w[hw + 3] == 0);  // unit 0: cluster 0, 4 tiles, rows 256, 272, 0, 16 (head order: f_a, beta, head 0's q)
     CHECK(w[hw + 4] == 4);
@@ -59,9 +60,9 @@ TEST_CASE("the flat table: the header's counts, words where worked out by hand, 
           std::vector<int32_t>{0, 1, 224, -1, -1, -1});
     // the run offsets follow the 6 units: CTA 1's run starts after cluster 0's 9 tiles × 2 k-steps × 512 bytes
     const PlanV2Layout L = v2_layout(h);
-    CHECK(L.cluster_first == 26);
-    CHECK(L.units == 29);
-    CHECK(L.run_offset == 29 + 36);
+    CHECK(L.cluster_first == 27);
+    CHECK(L.units == 30);
+    CHECK(L.run_offset == 30 + 36);
     CHECK(w[size_t(L.run_offset) + 1] == 9 * 2 * 512);
     CHECK(w[size_t(L.run_offset) + 16] == 8 * (9 + 9) * 2 * 512);
     std::vector<int32_t> bad = w;
@@ -72,7 +73,7 @@ TEST_CASE("the flat table: the header's counts, words where worked out by hand, 
     refused(bad, "do not match its length");
     bad = w;
     bad[1] = 1;
-    refused(bad, "version 1 (expected 3)");
+    refused(bad, "version 1 (expected 4)");
     // the seam's tables follow the barriers: row 1's owner rank 1; CTA 9 (cluster 1 rank 1) owns one row,
     // armed for its 8 senders' part sends of one row x 5 sources x 1 slice x 8 bytes; its first send is to CTA 8's part
     CHECK(L.seam_owner == L.barriers + 4 * 3);
@@ -83,6 +84,37 @@ TEST_CASE("the flat table: the header's counts, words where worked out by hand, 
     CHECK(std::vector<int32_t>(w.begin() + L.seam_sends + 9 * 24 * 4, w.begin() + L.seam_sends + 9 * 24 * 4 + 4) ==
           std::vector<int32_t>{9, 8, int32_t(V2SeamBar::part), 40});
     refused(std::vector<int32_t>(3), "shorter than its header");
+}
+
+TEST_CASE("the tail in the flat table: the tasks after the seam's sends, each as worked out by hand, its steps' waits with them") {
+    Config c = Config::preset("small");
+    c.R = 2, c.L = 4, c.slots = c.S() + 1;
+    PlanV2Params pp = PlanV2Params::for_config(c);
+    pp.tail = 1;
+    const PlanV2 p = PlanV2::build(c, pp);
+    std::vector<int32_t> w = p.serialize();
+    const PlanV2Header h = read_v2_header(w);
+    CHECK(h.n_tasks == 8);
+    const PlanV2Layout L = v2_layout(h);
+    CHECK(L.tasks == L.seam_sends + h.n_seam_sends * 4);
+    CHECK(L.prog_begin == L.tasks + 8 * 10);
+    // task 5: (request 1, head 0, tile 1) on cluster 0 rank 1, barrier 1, q/k rows 16 + 16, f_a rows 8 + 8
+    CHECK(std::vector<int32_t>(w.begin() + L.tasks + 5 * 10, w.begin() + L.tasks + 6 * 10) ==
+          std::vector<int32_t>{1, 0, 1, 0, 1, 1, 16, 16, 8, 8});
+    // CTA 1's seam team: ... X, then tasks 1 and 5's POLL, REC, NORM; task 5's REC waits for share[pair 1] of CTA 1
+    const PlanV2View v{w.data(), L};
+    const int q = PlanV2::proc(1, V2Role::seam), end = v.prog_begin(q + 1);
+    CHECK(v.instr(end - 3).op == int32_t(V2Op::REC));
+    CHECK(v.instr(end - 3).a == 5);
+    const int wi = w[size_t(L.wait_begin + end - 3)];
+    CHECK(std::vector<int32_t>(w.begin() + L.waits + wi * 4, w.begin() + L.waits + wi * 4 + 4) ==
+          std::vector<int32_t>{int32_t(V2Bar::share), 1, 1, 0});
+    std::vector<int32_t> bad = w;
+    bad[size_t(L.tasks + 5 * 10 + 3)] = 7;  // task 5 on cluster 7 of 2
+    refused(bad, "task 5 names a CTA, barrier, tile or share outside the plan's");
+    bad = w;
+    bad[size_t(L.instrs + 2 * (end - 3) + 1)] = 8;  // REC of task 8 of 8
+    refused(bad, "has operand 8, outside the table it names");
 }
 
 TEST_CASE("every entry the device reads decodes, at v2_layout's offsets, to the plan's tables") {
