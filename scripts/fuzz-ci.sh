@@ -81,6 +81,7 @@ for rl in "1 1" "2 4"; do
   set -- $rl
   "$bin" plan --kernel v2 --config small --R "$1" --L "$2" -o "$plans/small-R$1-L$2.json" >/dev/null
 done
+"$bin" plan --kernel v2 --config small --R 1 --L 2 --tail -o "$plans/small-R1-L2-tail.json" >/dev/null  # the tail's table and steps
 "$(dirname "$bin")/fuzz/monokda_plan_v2_seeds" "$seeds" "$plans"/*.json
 libfuzz plan_v2_reader "$lf_plan_secs" 262144 fuzz/plan_v2_reader.dict "$seeds"
 exit "$rc"
