@@ -44,6 +44,20 @@ std::vector<Schedule> v2_schedules() {
     return s;
 }
 
+// o under every schedule of v2_schedules: each run passes, runs to its end with no plan problem, then `check`
+template <class F>
+void each_clean_run(const V2Prepared& p, V2EmulateOptions o, F&& check) {
+    for (const Schedule& s : v2_schedules()) {
+        o.schedule = s;
+        const V2EmulateResult r = emulate_v2(p, o);
+        INFO(s.str(), " seed ", s.seed, "\n", r.report);
+        CHECK(r.verdict == Verdict::PASS);
+        CHECK(r.run.finished);
+        CHECK(r.problems.empty());
+        check(r);
+    }
+}
+
 V2EmulateOptions tail_options(const char* preset, int R = 2, int L = 4) {
     V2EmulateOptions o = v2_options(preset, R, L);
     o.tail = true;
@@ -86,17 +100,10 @@ TEST_CASE("the tail on the small plan passes under every schedule, qkv, g1, o, c
     for (bf16 v : want.core_out) nonzero += (v.bits & 0x7fff) != 0;
     CHECK(nonzero > want.core_out.size() / 2);  // the outputs are not trivially zero
     CHECK(std::memcmp(want.ssm_state.data(), p.step->ssm_state.data(), want.ssm_state.size() * sizeof(float)) != 0);  // states written
-    for (const Schedule& s : v2_schedules()) {
-        V2EmulateOptions o = tail_options("small");
-        o.schedule = s;
-        const V2EmulateResult r = emulate_v2(p, o);
-        INFO(s.str(), " seed ", s.seed, "\n", r.report);
-        CHECK(r.verdict == Verdict::PASS);
-        CHECK(r.run.finished);
-        CHECK(r.problems.empty());
+    each_clean_run(p, tail_options("small"), [&](const V2EmulateResult& r) {
         check_tail(r.run.tail, want);
         CHECK(contains(r.report, "the tail: g1, qkv, conv_state, o, ssm_state and core_out bit-identical to the reference"));
-    }
+    });
 }
 
 TEST_CASE("the emulated tail is the plan's order: the reference in the sequential order gives other state bits") {
@@ -151,19 +158,12 @@ TEST_CASE("one wrong f_b weight: WRONG_RESULT in g1, the first tail output it re
 TEST_CASE("kernel v2's clean small plan passes under every schedule, proj bit-identical to the reference in its order") {
     const V2Prepared& p = small_v2();
     std::vector<bf16> first;
-    for (const Schedule& s : v2_schedules()) {
-        V2EmulateOptions o = v2_options("small");
-        o.schedule = s;
-        const V2EmulateResult r = emulate_v2(p, o);
-        INFO(s.str(), " seed ", s.seed, "\n", r.report);
-        CHECK(r.verdict == Verdict::PASS);
-        CHECK(r.run.finished);
-        CHECK(r.problems.empty());
+    each_clean_run(p, v2_options("small"), [&](const V2EmulateResult& r) {
         CHECK(same_bits(r.run.proj, p.ref_proj));
         if (first.empty()) first = r.run.proj;
         CHECK(same_bits(r.run.proj, first));
         CHECK(contains(r.report, "proj: bit-identical to the reference in in_proj=cluster:8"));
-    }
+    });
 }
 
 TEST_CASE("the seam computes x from the step's inputs: the x input is not read, one input bit changes proj") {
