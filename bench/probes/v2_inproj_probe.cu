@@ -42,9 +42,10 @@
 //   heads    when the rows of f_a and beta, of each head's q, k, v, and of g are done (the units are
 //            dealt in head order), at S = 1, 4, 16, x loaded and from the seam.
 //   tailhop  those rows published as tagged words and polled by the cluster of each head's tasks
-//            (v2_tail_hop.cuh), polled back to back or with a sleep a round: when the last rank that
-//            needs a group sees it, the words against proj, and in_proj's end with the hop, with the
-//            words published but not polled, and without, interleaved.
+//            (v2_tail_hop.cuh), polled back to back or with a sleep a round, or each rank polling its
+//            share and forwarding it to its cluster (the shared poll): when the last rank that needs a
+//            group sees it, the words (and the shares assembled) against proj, and in_proj's end with
+//            the hop, with the words published but not polled, and without, interleaved.
 // Usage: monokda-v2-inproj-probe [residency|rate|tune|inproj|ab|delay|trace|check|seam|seamcheck|heads|tailhop|all] [REPS]
 #include "bench/probes/probe_util.hpp"
 #include "bench/probes/v2_inproj_kernel.cuh"
@@ -97,6 +98,7 @@ struct Device {
     unsigned long long* d_stamps;
     uint32_t* d_tagged;      // [64][N]: the tail's tagged words, never cleared (tailhop)
     uint32_t last_tag = 0;   // the last launch's tag: 1 .. 65535, a new one each launch
+    uint32_t* d_assembled;   // [kTailHeads * kRanks][kShareMaxS][kAssembledRows]: tail 6's assembled rows (tailhop)
 };
 
 Device setup() {
@@ -121,6 +123,9 @@ Device setup() {
     check(cudaMalloc(&d.d_stamps, size_t(kCtas) * kStamps * 8), "stamps");
     check(cudaMalloc(&d.d_tagged, size_t(64) * N * 4), "tagged");
     check(cudaMemset(d.d_tagged, 0, size_t(64) * N * 4), "tagged clear");  // tag 0: no step's
+    const size_t assembled = size_t(kTailHeads) * kRanks * kShareMaxS * kAssembledRows * 4;
+    check(cudaMalloc(&d.d_assembled, assembled), "assembled");
+    check(cudaMemset(d.d_assembled, 0, assembled), "assembled clear");
     for (int kq : {kKq8, kKq14})
         for (int nt : {1, 2, 8})
             if (Kernel k = kernel_for(kq, nt))
@@ -134,7 +139,7 @@ struct Case {  // one launch configuration
     int compute = 1, entry_release = 0, param_tables = 1, products = 1, poll = 0, xfrag = 1, fp_clusters = 0, fp_warps = 0;
     unsigned long long delay_ns = 0;
     int seam = 0;  // x from the seam (g_seam's inputs) instead of loaded from d.x
-    int tail = 0;  // proj published as tagged words and polled by the head clusters (tailhop)
+    int tail = 0;  // proj published as tagged words and polled by the head clusters (tailhop; Args::tail)
     int free_first = 0;  // the reducer frees a slot before its stores (tailhop)
     int cap() const { return inflight ? std::min(inflight, stages) : stages; }
     int chunk() const { return kq * 4 * kTileBytes; }
@@ -142,10 +147,11 @@ struct Case {  // one launch configuration
 
 SeamArgs g_seam{};  // the seam's device inputs (seam mode sets them)
 
-// Dynamic shared memory of a case: in_proj's layout, then the seam's.
+// Dynamic shared memory of a case: in_proj's layout, then the seam's, then tail 6's shares (the kernel's share_at).
 int smem_bytes(const Case& c) {
     const int base = Smem::layout(nt_for(c.S), c.chunk(), c.stages, c.slots).bytes;
-    return c.seam ? SeamSmem::layout(base, c.S, g_seam.nb).bytes : base;
+    const int end = c.seam ? SeamSmem::layout(base, c.S, g_seam.nb).bytes : base;
+    return c.tail == 6 ? share_offset(end) + share_bytes(c.S) : end;
 }
 
 // The plan of a case: its S and ring setting (built, held and uploaded on first use).
@@ -162,7 +168,7 @@ Args args_for(Device& d, const Case& c, int copy) {
     a.x_delay_ns = c.delay_ns;
     a.seam = c.seam, a.sa = g_seam;
     d.last_tag = d.last_tag % 65535 + 1;
-    a.tail = c.tail, a.tagged = d.d_tagged, a.tag = d.last_tag, a.free_first = c.free_first;
+    a.tail = c.tail, a.tagged = d.d_tagged, a.tag = d.last_tag, a.free_first = c.free_first, a.assembled = d.d_assembled;
     return a;
 }
 
@@ -185,7 +191,7 @@ struct Run {
 
 bool fits(const Case& c) {
     return kernel_for(c.kq, nt_for(c.S)) && c.stages <= kMaxStages && c.slots <= kMaxSlots && c.early <= c.cap() &&
-           (!c.seam || c.S <= kSeamMaxS) && smem_bytes(c) <= kSmemMax - 4096;
+           (!c.seam || c.S <= kSeamMaxS) && (c.tail != 6 || c.S <= kShareMaxS) && smem_bytes(c) <= kSmemMax - 4096;
 }
 
 Run run(Device& d, const Case& c, int reps) {

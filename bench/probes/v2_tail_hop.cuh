@@ -39,10 +39,14 @@ __device__ __forceinline__ void publish_tagged(uint32_t* tagged, int col, int ro
     st_relaxed128(at + 4, make_uint4(w[4], w[5], w[6], w[7]));
 }
 
-// Up to three row ranges of proj (each 4-row aligned), for every column s < S.
+// Up to five row ranges of proj (each 4-row aligned), for every column s < S.
 struct TagRows {
-    int row0[3], rows[3], n;
-    __device__ int pieces() const { return rows[0] / 4 + (n > 1 ? rows[1] / 4 : 0) + (n > 2 ? rows[2] / 4 : 0); }
+    int row0[5], rows[5], n;
+    __device__ int pieces() const {
+        int p = 0;
+        for (int r = 0; r < n; ++r) p += rows[r] / 4;
+        return p;
+    }
     __device__ int row(int p) const {  // piece p of a column: its first row
         for (int r = 0; r < n; ++r) {
             if (p < rows[r] / 4) return row0[r] + 4 * p;
@@ -52,13 +56,19 @@ struct TagRows {
     }
 };
 
+// What await_tagged does with a piece once it is in: nothing (got(column, piece, words) otherwise).
+struct NoGot {
+    __device__ void operator()(int, int, uint4) const {}
+};
+
 // `lanes` threads (a warp, or a team of warps, t its thread) wait until every word of the ranges
 // carries `tag`: each thread holds up to Batch 16-byte pieces, loads all of them that are not yet
 // in, and again until all are (one load round a poll, not one a piece), sleeping sleep_ns between
-// rounds. Bounded: probe::spin traps after 200 ms. The caller syncs the team after.
-template <int Batch>
+// rounds; each piece is handed to `got` as it comes in. Bounded: probe::spin traps after 200 ms. The
+// caller syncs the team after.
+template <int Batch, typename Got = NoGot>
 __device__ __forceinline__ void await_tagged(const uint32_t* tagged, const TagRows& t, int S, uint32_t tag, int th, int lanes,
-                                             uint32_t sleep_ns) {
+                                             uint32_t sleep_ns, const Got& got = Got{}) {
     const int pieces = t.pieces(), total = pieces * S;
     auto in = [&](uint4 v) { return (v.x >> 16) == tag && (v.y >> 16) == tag && (v.z >> 16) == tag && (v.w >> 16) == tag; };
     for (int first = 0; first < total; first += lanes * Batch) {
@@ -77,11 +87,25 @@ __device__ __forceinline__ void await_tagged(const uint32_t* tagged, const TagRo
                 if (pending >> j & 1u) v[j] = ld_relaxed128(at[j]);
 #pragma unroll
             for (int j = 0; j < Batch; ++j)
-                if ((pending >> j & 1u) && in(v[j])) pending &= ~(1u << j);
+                if ((pending >> j & 1u) && in(v[j])) {
+                    pending &= ~(1u << j);
+                    const int i = first + j * lanes + th;
+                    got(i / pieces, i % pieces, v[j]);
+                }
             if (pending && sleep_ns) __nanosleep(sleep_ns);  // fewer rounds beside the stream
             return pending == 0;
         });
     }
 }
+
+// The shared poll (tail 6): rank t polls only its share of head h's q and k and of f_a (rows 16t ..
+// 16t + 15 of each: kSharePieces pieces a column, the first of its poll's ranges) and forwards it,
+// as bf16, to the 7 other ranks, whose buffer holds [rank][column][kShareRows]: q's 16, k's, f_a's.
+constexpr int kShareRows = 3 * kTaskRows, kSharePieces = kShareRows / 4, kShareMaxS = 16;
+static_assert(kRanks * kTaskRows == kHeadRows && kRanks * kTaskRows == kProductionShape.F, "the 8 shares tile a head and f_a");
+// A head's assembled rows, for the check: q's 128, k's, f_a's, a column.
+constexpr int kAssembledRows = kRanks * kShareRows;
+__host__ __device__ constexpr int share_offset(int end) { return (end + 15) / 16 * 16; }  // after the layout's end
+__host__ __device__ constexpr int share_bytes(int S) { return kRanks * kShareRows * S * 2; }
 
 }  // namespace monokda::probe::v2

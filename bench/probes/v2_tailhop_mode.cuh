@@ -31,43 +31,72 @@ long tagged_mismatches(Device& d, int S, uint32_t tag) {
     return bad;
 }
 
+// Tail 6's assembled rows of every rank of the head clusters (q, k, f_a of its head, kAssembledRows a
+// column) against proj and the launch's tag: the words that differ.
+long assembled_mismatches(Device& d, int S, uint32_t tag) {
+    const size_t per = size_t(kShareMaxS) * kAssembledRows;
+    std::vector<uint32_t> w(size_t(kTailHeads) * kRanks * per);
+    std::vector<uint16_t> p(size_t(S) * N);
+    check(cudaMemcpy(w.data(), d.d_assembled, w.size() * 4, cudaMemcpyDeviceToHost), "assembled");
+    check(cudaMemcpy(p.data(), d.d_proj, p.size() * 2, cudaMemcpyDeviceToHost), "proj");
+    long bad = 0;
+    for (int k = 0; k < kTailHeads * kRanks; ++k) {
+        const int h = k / kRanks, first[3] = {kRowQ + h * kHeadRows, kRowK + h * kHeadRows, kRowFa};
+        for (int s = 0; s < S; ++s)
+            for (int j = 0; j < kAssembledRows; ++j) {
+                const int row = first[j / kHeadRows] + j % kHeadRows;
+                bad += w[size_t(k) * per + size_t(s) * kAssembledRows + size_t(j)] != (uint32_t(p[size_t(s) * N + size_t(row)]) | tag << 16);
+            }
+    }
+    return bad;
+}
+
 // One case's hop with tail setting `tail` (1 polled, 3 polled with a sleep a round, 4 polled once the
-// CTA's own cluster has sent its last unit of the group, 5 by both warps together: v2_inproj_kernel.cuh's
-// Args): each group's
-// rows in and seen (the last rank that needs them), medians over `reps`, printed; in_proj's end
-// with the hop, with the words published but not polled (2), and without (0), interleaved.
+// CTA's own cluster has sent its last unit of the group, 5 by both warps together, 6 the shared poll:
+// v2_inproj_kernel.cuh's Args): each group's rows in and seen (the last rank that needs them), medians
+// over `reps`, printed (tail 6: when the last rank had its own share too); in_proj's end with the hop,
+// with the words published but not polled (2), and without (0), interleaved.
 int tailhop_case(Device& d, Case c, int reps) {
     const PlanV2& plan = tables(d, c).plan;
     std::vector<std::vector<double>> in, seen;  // [group][launch]: f_a+beta, heads 0..11, g
-    std::vector<float> proj[6], mhz[6];  // by tail setting (Args::tail: 0 .. 5)
-    long bad = 0;
+    constexpr int kTails = 7;  // Args::tail: 0 .. 6
+    std::vector<float> proj[kTails], mhz[kTails];
+    std::vector<double> own;  // tail 6: the last rank's own share in
+    long bad = 0, bad_assembled = 0;
     const int polled = c.tail;
     for (int i = 0; i < reps; ++i) {
         for (int tail : {0, 2, polled}) {  // interleaved: without, published only, then polled
+            if (tail < 0 || tail >= kTails) return 1;
             c.tail = tail;
             const Run r = run(d, c, 1);
             if (!r.ok) return 1;
             proj[tail].push_back(r.proj_us), mhz[tail].push_back(r.mhz);
         }
         bad += tagged_mismatches(d, c.S, d.last_tag);
+        if (polled == 6) bad_assembled += assembled_mismatches(d, c.S, d.last_tag);
         const std::vector<double> g = group_times(d, plan), t = tail_times(d);
         std::vector<double> s(size_t(kTailHeads) + 2, 0.0);  // the last rank to see each group
+        double own_last = 0.0;
         for (int k = 0; k < kTailHeads * kRanks; ++k) {
             const double* tk = &t[size_t(k) * kTailStamps];
+            own_last = std::max(own_last, tk[kTailOwn]);
             s[0] = std::max(s[0], tk[kTailGate]);
             s[size_t(1 + k / kRanks)] = std::max(s[size_t(1 + k / kRanks)], tk[kTailQkv]);
             s.back() = std::max(s.back(), tk[kTailG]);
         }
+        own.push_back(own_last);
         if (in.empty()) in.resize(g.size()), seen.resize(g.size());
         for (size_t k = 0; k < g.size(); ++k) in[k].push_back(g[k]), seen[k].push_back(s[k]);
     }
     std::printf("tailhop %d%s S %2d, x %s, us from the first entry (median of %d), rows in -> seen: f_a+beta %.2f -> %.2f  heads", polled,
                 c.free_first ? " free first" : "", c.S, c.seam ? "seam" : "loaded", reps, median(in[0]), median(seen[0]));
     for (size_t k = 1; k + 1 < in.size(); ++k) std::printf(" %.2f->%.2f", median(in[k]), median(seen[k]));
-    std::printf("  g %.2f -> %.2f  last proj %.2f (published only %.2f, without %.2f)  CTA 0's clock %.0f (%.0f, %.0f) MHz  words wrong %ld\n",
+    std::printf("  g %.2f -> %.2f  last proj %.2f (published only %.2f, without %.2f)  CTA 0's clock %.0f (%.0f, %.0f) MHz  words wrong %ld",
                 median(in.back()), median(seen.back()), median(proj[polled]), median(proj[2]), median(proj[0]), median(mhz[polled]),
                 median(mhz[2]), median(mhz[0]), bad);
-    return bad ? 1 : 0;
+    if (polled == 6) std::printf("  own share in %.2f  assembled wrong %ld", median(own), bad_assembled);
+    std::printf("\n");
+    return bad || bad_assembled ? 1 : 0;
 }
 
 int tailhop_mode(Device& d, int reps) {
@@ -75,12 +104,13 @@ int tailhop_mode(Device& d, int reps) {
     int rc = 0;
     for (int S : {1, 4, 16})
         for (int seam : {0, 1})
-            for (int tail : {1, 5, 3, 4})
+            for (int tail : {1, 5, 6, 3, 4})
                 for (int free_first : {0, 1}) {
                     if (free_first && tail != 1) continue;  // the reducer's order, on the plain poll
                     Case c = seam_setting(S);
                     c.seam = seam, c.tail = tail, c.free_first = free_first;
                     if (fits(c)) rc |= tailhop_case(d, c, reps);
+                    else if (tail == 6) std::printf("tailhop 6 S %2d, x %s: does not fit, skipped\n", S, seam ? "seam" : "loaded");
                 }
     return rc;
 }

@@ -37,6 +37,11 @@ __device__ __forceinline__ void st_async_u32(uint32_t addr, uint32_t v, uint32_t
     asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.u32 [%0], %1, [%2];" ::"r"(addr), "r"(v), "r"(bar)
                  : "memory");
 }
+__device__ __forceinline__ void st_async_u2(uint32_t addr, uint32_t x, uint32_t y, uint32_t bar) {  // 8 bytes, bits as they are
+    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.u32 [%0], {%1, %2}, [%3];" ::"r"(addr), "r"(x), "r"(y),
+                 "r"(bar)
+                 : "memory");
+}
 __device__ __forceinline__ void st_async_f2(uint32_t addr, float x, float y, uint32_t bar) {
     asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.f32 [%0], {%1, %2}, [%3];" ::"r"(addr), "f"(x),
                  "f"(y), "r"(bar)
