@@ -63,12 +63,13 @@ struct Args {
                                   // (v2_tail_hop.cuh); 2: published, not polled; 3: polled with a 256 ns sleep a round;
                                   // 4: each group polled once the CTA's own cluster has sent its last unit of it;
                                   // 5: both warps poll each group together, 16 pieces a lane a round; 6: the shared poll,
-                                  // rank t polling its share of q, k, f_a and forwarding it to its peers (await_tail)
+                                  // rank t polling its share of q, k, f_a and forwarding it to its peers (await_tail); 7: 6 in one
+                                  // batch (kShareBatch pieces a lane)
     signed char tail_after[kClusters][3];  // cluster c's last unit (index in the cluster) of f_a+beta, head c's q, k, v, g
     int free_first;               // the reducer frees a receive slot before it stores the rows it summed
     uint32_t* tagged;             // [S][N] tagged words, never cleared
     uint32_t tag;                 // the step's tag (16 bits, never 0)
-    uint32_t* assembled;          // tail 6: [kTailHeads * kRanks][kShareMaxS][kAssembledRows] each rank's assembled q, k,
+    uint32_t* assembled;          // tail 6, 7: [kTailHeads * kRanks][kShareMaxS][kAssembledRows] each rank's assembled q, k,
                                   // f_a as tagged words, written after in_proj's end (for the check)
     __device__ bool ready(uint64_t* bar, uint32_t parity) const {  // this CTA's barrier, completed in this CTA
         return poll == 1 ? mbar_test_wait(bar, parity) : poll == 2 ? mbar_try_wait_hint(bar, parity, 32) : mbar_try_wait(bar, parity);
@@ -92,7 +93,7 @@ constexpr int kWarp0 = kChunk0 + 2 * kMaxTracedChunks, kWarpChunks = 24;
 // the seam's phases (SeamPhase), on its first thread (x ready: kXReady)
 constexpr int kSeam0 = kWarp0 + 2 * 8 * kWarpChunks;
 // the tail's hop (tail): when this rank of head h's cluster has f_a and beta, q, k and its v rows, its g rows;
-// tail 6: its own share polled (before the peers' have landed)
+// tail 6, 7: its own share polled (before the peers' have landed)
 enum TailStamp { kTailGate, kTailQkv, kTailG, kTailOwn, kTailStamps };
 constexpr int kTail0 = kSeam0 + kSeamPhases;
 constexpr int kStamps = kTail0 + kTailStamps;
@@ -122,8 +123,8 @@ struct Cta {
     unsigned long long t0;
     int compute;  // a.compute, or 4 on the clusters past a.fp_clusters
     int* sent;    // units whose partials consumer warp 0 has sent (shared memory: the tail's gate, tail 4)
-    uint16_t* share;      // tail 6: the ranks' shares of q, k, f_a ([rank][column][kShareRows] bf16, after the layout)
-    uint64_t* share_bar;  // tail 6: the 7 peers' shares landed (armed at entry for their bytes)
+    uint16_t* share;      // tail 6, 7: the ranks' shares of q, k, f_a ([rank][column][kShareRows] bf16, after the layout)
+    uint64_t* share_bar;  // tail 6, 7: the 7 peers' shares landed (armed at entry for their bytes)
 };
 
 // The producer's place in its CTA's run (v2_inproj_walk.hpp's counters, held to the plan's chunk
@@ -373,7 +374,7 @@ __device__ void await_tail(const Cta& k, int warp, int lane) {
     auto stamp = [&](int s) {
         if (lane == 0) k.st[kTail0 + s] = now_ns();
     };
-    if (a.tail == 6 && warp == kSeamWarp0) {
+    if (shared_poll(a.tail) && warp == kSeamWarp0) {
         // the shared poll: this rank's share of q, k and f_a (kSharePieces pieces a column, first),
         // beta's rows and its v rows; each piece of the share forwarded, tags dropped, to the 7 peers
         // as it comes in (and kept in the own slot); the rows seen once the peers' shares have landed
@@ -390,7 +391,8 @@ __device__ void await_tail(const Cta& k, int warp, int lane) {
                 st_async_u2(peer_addr(at, peer), lo, hi, peer_addr(k.share_bar, peer));
             }
         };
-        await_tagged<8>(a.tagged, own, S, a.tag, lane, 32, 0, forward);
+        if (a.tail == 7) await_tagged<kShareBatch>(a.tagged, own, S, a.tag, lane, 32, 0, forward);
+        else await_tagged<8>(a.tagged, own, S, a.tag, lane, 32, 0, forward);
         __syncwarp();
         stamp(kTailOwn);
         probe::spin([&] { return a.ready_cluster(k.share_bar, 0); });
@@ -439,7 +441,7 @@ __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(kThreads, 1) in
     const int rank = int(cluster_rank()), cl = int(cluster_id()), cta = cl * kRanks + rank;
     const Smem L = Smem::layout(NT, KQ * 4 * kTileBytes, a.stages, a.slots);
     const int share_at = share_offset(a.seam ? SeamSmem::layout(L.bytes, a.S, a.sa.nb).bytes : L.bytes);  // the host's smem_bytes
-    const bool shared_poll = a.tail == 6 && cl < kTailHeads;
+    const bool shares = shared_poll(a.tail) && cl < kTailHeads;
     const Cta k{a, L, smem, full, empty, recv_bar, free_bar, rank, cl, cta,
                 a.first(cl), a.first(cl + 1) - a.first(cl), a.stamps + size_t(cta) * kStamps, now_ns(),
                 a.fp_clusters > 0 && cl >= a.fp_clusters ? 4 : a.compute, &sent,
@@ -456,7 +458,7 @@ __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(kThreads, 1) in
         for (int s = 0; s < a.stages; ++s) mbar_init(&full[s], 1), mbar_init(&empty[s], kConsumers);
         for (int s = 0; s < a.slots; ++s) mbar_init(&recv_bar[s], 1), mbar_init(&free_bar[s], kRanks);
         if (a.seam) seam_arm(seam_bars, a.seam_plan.cta[rank]);
-        if (shared_poll) mbar_init(&share_bar, 1), mbar_arrive_expect(&share_bar, uint32_t((kRanks - 1) * kShareRows * a.S * 2));
+        if (shares) mbar_init(&share_bar, 1), mbar_arrive_expect(&share_bar, uint32_t((kRanks - 1) * kShareRows * a.S * 2));
         mbar_init_fence();
         // the ring's barriers are this CTA's own: its first copies need no peer, only the partials do
         policy = l2_policy(true);
@@ -490,7 +492,7 @@ __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(kThreads, 1) in
         else if (a.tail != 0 && a.tail != 2 && cl < kTailHeads) await_tail<NT>(k, warp, lane);
     }
     __syncthreads();
-    if (shared_poll && warp == kSeamWarp0) {  // the assembled rows for the check, after in_proj's end (the warp that waited)
+    if (shares && warp == kSeamWarp0) {  // the assembled rows for the check, after in_proj's end (the warp that waited)
         uint32_t* out = a.assembled + size_t(cta) * kShareMaxS * kAssembledRows;
         for (int e = lane; e < a.S * kAssembledRows; e += 32) {
             const int s = e / kAssembledRows, j = e % kAssembledRows, part = j / kHeadRows, src = j % kHeadRows / kTaskRows;

@@ -98,7 +98,7 @@ struct Device {
     unsigned long long* d_stamps;
     uint32_t* d_tagged;      // [64][N]: the tail's tagged words, never cleared (tailhop)
     uint32_t last_tag = 0;   // the last launch's tag: 1 .. 65535, a new one each launch
-    uint32_t* d_assembled;   // [kTailHeads * kRanks][kShareMaxS][kAssembledRows]: tail 6's assembled rows (tailhop)
+    uint32_t* d_assembled;   // [kTailHeads * kRanks][kShareMaxS][kAssembledRows]: tails 6 and 7's assembled rows (tailhop)
 };
 
 Device setup() {
@@ -147,11 +147,11 @@ struct Case {  // one launch configuration
 
 SeamArgs g_seam{};  // the seam's device inputs (seam mode sets them)
 
-// Dynamic shared memory of a case: in_proj's layout, then the seam's, then tail 6's shares (the kernel's share_at).
+// Dynamic shared memory of a case: in_proj's layout, then the seam's, then tails 6 and 7's shares (the kernel's share_at).
 int smem_bytes(const Case& c) {
     const int base = Smem::layout(nt_for(c.S), c.chunk(), c.stages, c.slots).bytes;
     const int end = c.seam ? SeamSmem::layout(base, c.S, g_seam.nb).bytes : base;
-    return c.tail == 6 ? share_offset(end) + share_bytes(c.S) : end;
+    return shared_poll(c.tail) ? share_offset(end) + share_bytes(c.S) : end;
 }
 
 // The plan of a case: its S and ring setting (built, held and uploaded on first use).
@@ -191,7 +191,7 @@ struct Run {
 
 bool fits(const Case& c) {
     return kernel_for(c.kq, nt_for(c.S)) && c.stages <= kMaxStages && c.slots <= kMaxSlots && c.early <= c.cap() &&
-           (!c.seam || c.S <= kSeamMaxS) && (c.tail != 6 || c.S <= kShareMaxS) && smem_bytes(c) <= kSmemMax - 4096;
+           (!c.seam || c.S <= kSeamMaxS) && (!shared_poll(c.tail) || c.S <= kShareMaxS) && smem_bytes(c) <= kSmemMax - 4096;
 }
 
 Run run(Device& d, const Case& c, int reps) {

@@ -105,6 +105,9 @@ constexpr int kShareRows = 3 * kTaskRows, kSharePieces = kShareRows / 4, kShareM
 static_assert(kRanks * kTaskRows == kHeadRows && kRanks * kTaskRows == kProductionShape.F, "the 8 shares tile a head and f_a");
 // A head's assembled rows, for the check: q's 128, k's, f_a's, a column.
 constexpr int kAssembledRows = kRanks * kShareRows;
+__host__ __device__ constexpr bool shared_poll(int tail) { return tail == 6 || tail == 7; }  // 7: in one batch (S <= 16)
+constexpr int kShareBatch = 10;  // tail 7's pieces a lane: S = 16's 19 a column in one batch
+static_assert(kShareBatch * 32 >= (kSharePieces + 3 + 4) * kShareMaxS, "tail 7 polls its pieces in one batch");
 __host__ __device__ constexpr int share_offset(int end) { return (end + 15) / 16 * 16; }  // after the layout's end
 __host__ __device__ constexpr int share_bytes(int S) { return kRanks * kShareRows * S * 2; }
 

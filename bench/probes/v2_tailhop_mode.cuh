@@ -31,7 +31,7 @@ long tagged_mismatches(Device& d, int S, uint32_t tag) {
     return bad;
 }
 
-// Tail 6's assembled rows of every rank of the head clusters (q, k, f_a of its head, kAssembledRows a
+// Tails 6 and 7's assembled rows of every rank of the head clusters (q, k, f_a of its head, kAssembledRows a
 // column) against proj and the launch's tag: the words that differ.
 long assembled_mismatches(Device& d, int S, uint32_t tag) {
     const size_t per = size_t(kShareMaxS) * kAssembledRows;
@@ -52,16 +52,16 @@ long assembled_mismatches(Device& d, int S, uint32_t tag) {
 }
 
 // One case's hop with tail setting `tail` (1 polled, 3 polled with a sleep a round, 4 polled once the
-// CTA's own cluster has sent its last unit of the group, 5 by both warps together, 6 the shared poll:
-// v2_inproj_kernel.cuh's Args): each group's rows in and seen (the last rank that needs them), medians
-// over `reps`, printed (tail 6: when the last rank had its own share too); in_proj's end with the hop,
+// CTA's own cluster has sent its last unit of the group, 5 by both warps together, 6 the shared poll, 7
+// it in one batch: v2_inproj_kernel.cuh's Args): each group's rows in and seen (the last rank that needs
+// them), medians over `reps`, printed (tails 6, 7: when the last rank had its own share too); in_proj's end with the hop,
 // with the words published but not polled (2), and without (0), interleaved.
 int tailhop_case(Device& d, Case c, int reps) {
     const PlanV2& plan = tables(d, c).plan;
     std::vector<std::vector<double>> in, seen;  // [group][launch]: f_a+beta, heads 0..11, g
-    constexpr int kTails = 7;  // Args::tail: 0 .. 6
+    constexpr int kTails = 8;  // Args::tail: 0 .. 7
     std::vector<float> proj[kTails], mhz[kTails];
-    std::vector<double> own;  // tail 6: the last rank's own share in
+    std::vector<double> own;  // tails 6, 7: the last rank's own share in
     long bad = 0, bad_assembled = 0;
     const int polled = c.tail;
     for (int i = 0; i < reps; ++i) {
@@ -73,7 +73,7 @@ int tailhop_case(Device& d, Case c, int reps) {
             proj[tail].push_back(r.proj_us), mhz[tail].push_back(r.mhz);
         }
         bad += tagged_mismatches(d, c.S, d.last_tag);
-        if (polled == 6) bad_assembled += assembled_mismatches(d, c.S, d.last_tag);
+        if (shared_poll(polled)) bad_assembled += assembled_mismatches(d, c.S, d.last_tag);
         const std::vector<double> g = group_times(d, plan), t = tail_times(d);
         std::vector<double> s(size_t(kTailHeads) + 2, 0.0);  // the last rank to see each group
         double own_last = 0.0;
@@ -94,7 +94,7 @@ int tailhop_case(Device& d, Case c, int reps) {
     std::printf("  g %.2f -> %.2f  last proj %.2f (published only %.2f, without %.2f)  CTA 0's clock %.0f (%.0f, %.0f) MHz  words wrong %ld",
                 median(in.back()), median(seen.back()), median(proj[polled]), median(proj[2]), median(proj[0]), median(mhz[polled]),
                 median(mhz[2]), median(mhz[0]), bad);
-    if (polled == 6) std::printf("  own share in %.2f  assembled wrong %ld", median(own), bad_assembled);
+    if (shared_poll(polled)) std::printf("  own share in %.2f  assembled wrong %ld", median(own), bad_assembled);
     std::printf("\n");
     return bad || bad_assembled ? 1 : 0;
 }
@@ -104,13 +104,13 @@ int tailhop_mode(Device& d, int reps) {
     int rc = 0;
     for (int S : {1, 4, 16})
         for (int seam : {0, 1})
-            for (int tail : {1, 5, 6, 3, 4})
+            for (int tail : {1, 5, 6, 7, 3, 4})
                 for (int free_first : {0, 1}) {
                     if (free_first && tail != 1) continue;  // the reducer's order, on the plain poll
                     Case c = seam_setting(S);
                     c.seam = seam, c.tail = tail, c.free_first = free_first;
                     if (fits(c)) rc |= tailhop_case(d, c, reps);
-                    else if (tail == 6) std::printf("tailhop 6 S %2d, x %s: does not fit, skipped\n", S, seam ? "seam" : "loaded");
+                    else if (shared_poll(tail)) std::printf("tailhop %d S %2d, x %s: does not fit, skipped\n", tail, S, seam ? "seam" : "loaded");
                 }
     return rc;
 }
