@@ -94,21 +94,27 @@ double machine_bytes(const PlanV2& p) {
 std::string plan_digest(const PlanV2& p) { return text_digest(p.to_json(false)); }
 
 V2Prepared prepare_v2(const V2EmulateOptions& o) {
-    V2Prepared p;
-    p.fixture = o.fixture;
     if (o.plan) {  // the given plan's digest before any work
-        p.plan_file = o.plan_file;
-        p.plan_digest = plan_digest(*o.plan);
-        if (!o.plan_digest.empty() && o.plan_digest != p.plan_digest)
+        const std::string digest = plan_digest(*o.plan);
+        if (!o.plan_digest.empty() && o.plan_digest != digest)
             bad_input("--plan-digest " + o.plan_digest + ": the plan " + (o.plan_file.empty() ? std::string() : o.plan_file + " ") + "has digest " +
-                      p.plan_digest + " (the file is not the one the replay line was printed for)");
+                      digest + " (the file is not the one the replay line was printed for)");
         if (const double gib = machine_bytes(*o.plan) / double(1 << 30); gib > 16)
             bad_input("emulate --kernel v2: the plan's machine would hold about " + std::to_string(int(gib)) + " GiB (its CTAs' rings, "
                       "receive slots and sums), over 16");
     }
     auto t0 = std::chrono::steady_clock::now();
     const StepInputs in = o.fixture.inputs();
-    p.seconds_fixture = since(t0);
+    const double read = since(t0);
+    V2Prepared p = prepare_v2(o, in);
+    p.seconds_fixture = read;
+    return p;
+}
+
+V2Prepared prepare_v2(const V2EmulateOptions& o, const StepInputs& in) {
+    V2Prepared p;
+    p.fixture = o.fixture;
+    if (o.plan) p.plan_file = o.plan_file, p.plan_digest = plan_digest(*o.plan);
     if (o.plan) {
         require_plan_shape(o.plan->config(), in.cfg);
         p.plan = *o.plan;
@@ -117,7 +123,7 @@ V2Prepared prepare_v2(const V2EmulateOptions& o) {
         pp.tail = o.tail ? 1 : 0;
         p.plan = PlanV2::build(in.cfg, pp);
     }
-    t0 = std::chrono::steady_clock::now();
+    const auto t0 = std::chrono::steady_clock::now();
     std::vector<bf16> prefix_out, blocks;
     ref::attnres<float>(in, p.plan.reduction_order(), prefix_out, blocks, p.x);  // x, in the seam's order where it has one
     if (p.plan.has_seam())

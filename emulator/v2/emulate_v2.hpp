@@ -46,6 +46,8 @@ struct V2Prepared {
 // BadInput where a given plan is not of the fixture's shape or not of the digest asked for, or its
 // machine would hold more than 16 GiB.
 V2Prepared prepare_v2(const V2EmulateOptions& o);
+// The same on step inputs already read or made (a test's make_fixture; o.fixture only names them).
+V2Prepared prepare_v2(const V2EmulateOptions& o, const StepInputs& in);
 
 // A kernel v2 plan's digest, as the replay line's --plan-digest names it: FNV-1a 64 of its plan file's
 // text without the version stamps, 16 hex digits.

@@ -145,6 +145,33 @@ TEST_CASE("the tail on the production plan at S = 1 and 8 passes, every output b
     }
 }
 
+TEST_CASE("the tail across shapes and step metadata: R 1-5, L 1-8, the ds layout, block-write, null requests and partial nulls") {
+    struct Case { int R, L, nb; bool bw; ConvLayout lay; int nulls, partial; uint64_t seed; };
+    const Case cases[] = {{1, 1, 1, false, ConvLayout::sd, 0, 0, 2}, {1, 8, 4, false, ConvLayout::sd, 0, 0, 3},
+                          {3, 3, 2, false, ConvLayout::ds, 1, 0, 4}, {4, 2, 7, true, ConvLayout::sd, 0, 2, 5},
+                          {5, 1, 8, false, ConvLayout::ds, 2, 0, 6}, {2, 5, 3, true, ConvLayout::ds, 1, 1, 7}};
+    for (const Case& k : cases) {
+        Config c = Config::preset("small");
+        c.R = k.R, c.L = k.L, c.nb = k.nb, c.block_write = k.bw, c.conv_layout = k.lay, c.seed = k.seed;
+        FixtureOptions fo;
+        fo.null_requests = k.nulls, fo.partial_nulls = k.partial;
+        const StepInputs in = make_fixture(c, fo);
+        CAPTURE(k.R);
+        CAPTURE(k.L);
+        CAPTURE(k.seed);
+        const V2Prepared p = prepare_v2(tail_options("small", k.R, k.L), in);
+        for (const char* sched : {"random", "pct"}) {
+            V2EmulateOptions o = tail_options("small", k.R, k.L);
+            o.schedule = Schedule::parse(sched);
+            o.schedule.seed = k.seed;
+            const V2EmulateResult r = emulate_v2(p, o);
+            INFO(r.report);
+            CHECK(r.verdict == Verdict::PASS);
+            check_tail(r.run.tail, reference_tail(in, p.plan.reduction_order(), p.ref_proj));
+        }
+    }
+}
+
 TEST_CASE("one wrong f_b weight: WRONG_RESULT in g1, the first tail output it reaches") {
     V2Prepared p = small_tail();
     StepInputs in = *p.step;
