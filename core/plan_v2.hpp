@@ -163,6 +163,11 @@ struct V2Task {
     int32_t request, head, tile, cluster, rank, onrm, qk0, qkn, fa0, fan;
 };
 
+// What a task's share send carries (its q, k and f_a rows of L tokens, bf16, [token][q, k, f_a]) and a
+// partial Σō² send (L floats): the bytes a pair's barriers are armed for, on the host and the device.
+MONOKDA_HD constexpr int v2_share_bytes(const V2Task& t, int L) { return (2 * t.qkn + t.fan) * L * 2; }
+MONOKDA_HD constexpr int v2_onrm_bytes(int L) { return L * 4; }
+
 enum class V2Role : int32_t { producer = 0, reducer = 1, consumer = 2, seam = 3 };
 const char* to_string(V2Role r);
 
@@ -292,8 +297,8 @@ public:
     // the tasks of task i's pair (its request and head), in tile order
     std::vector<int> tail_pair(int i) const;
     // what a task's share send carries (its q, k and f_a rows, L tokens, bf16), and a Σō² send (L floats)
-    int tail_share_bytes(const V2Task& t) const { return (2 * t.qkn + t.fan) * cfg_.L * 2; }
-    int tail_onrm_bytes() const { return cfg_.L * 4; }
+    int tail_share_bytes(const V2Task& t) const { return v2_share_bytes(t, cfg_.L); }
+    int tail_onrm_bytes() const { return v2_onrm_bytes(cfg_.L); }
     // the proj rows a task reads as words: POLL's (its share of q, k and f_a, beta's row, its v rows),
     // NORM's (its g rows); and the receive entries whose PUBLISH stores them, in entry order
     std::vector<int> tail_rows(const V2Task& t, V2Op op) const;
@@ -426,6 +431,9 @@ struct PlanV2View {
     // process p's steps are instrs prog_begin(p) .. prog_begin(p + 1) − 1 (p = cta · kV2ProcsPerCta + role)
     MONOKDA_HD int prog_begin(int p) const { return w[at.prog_begin + p]; }
     MONOKDA_HD const V2Instr& instr(int i) const { return reinterpret_cast<const V2Instr*>(w + at.instrs)[i]; }
+    // instruction i's waits are waits wait_begin(i) .. wait_begin(i + 1) − 1, in the order they are waited
+    MONOKDA_HD int wait_begin(int i) const { return w[at.wait_begin + i]; }
+    MONOKDA_HD const V2Wait& wait(int j) const { return reinterpret_cast<const V2Wait*>(w + at.waits)[j]; }
 };
 
 }  // namespace monokda

@@ -13,10 +13,12 @@ using namespace monokda;
 
 namespace {
 
-PlanV2 plan_for(const char* preset, int R, int L) {
+PlanV2 plan_for(const char* preset, int R, int L, int tail = 0) {
     Config c = Config::preset(preset);
     c.R = R, c.L = L, c.slots = c.S() + 1;
-    return PlanV2::build(c, PlanV2Params::for_config(c));
+    PlanV2Params pp = PlanV2Params::for_config(c);
+    pp.tail = tail;
+    return PlanV2::build(c, pp);
 }
 
 // read_v2_header refuses w, with `names` in its message
@@ -109,6 +111,12 @@ TEST_CASE("the tail in the flat table: the tasks after the seam's sends, each as
     const int wi = w[size_t(L.wait_begin + end - 3)];
     CHECK(std::vector<int32_t>(w.begin() + L.waits + wi * 4, w.begin() + L.waits + wi * 4 + 4) ==
           std::vector<int32_t>{int32_t(V2Bar::share), 1, 1, 0});
+    CHECK(v.wait_begin(end - 3) == wi);  // the view's reading of the same words
+    CHECK(v.wait_begin(end - 2) == wi + 1);
+    CHECK((v.wait(wi).bar.kind == V2Bar::share && v.wait(wi).bar.cta == 1 && v.wait(wi).bar.index == 1 && v.wait(wi).round == 0));
+    // what INIT arms the pair's barriers with, from the tasks as the device reads them: 2 tasks, (16 + 16 + 8) rows, 4 tokens, bf16
+    CHECK(v2_share_bytes(v.task(5), c.L) == (16 + 16 + 8) * 4 * 2);
+    CHECK(v2_onrm_bytes(c.L) == 16);
     std::vector<int32_t> bad = w;
     bad[size_t(L.tasks + 5 * 10 + 3)] = 7;  // task 5 on cluster 7 of 2
     refused(bad, "task 5 names a CTA, barrier, tile or share outside the plan's");
@@ -118,10 +126,15 @@ TEST_CASE("the tail in the flat table: the tasks after the seam's sends, each as
 }
 
 TEST_CASE("every entry the device reads decodes, at v2_layout's offsets, to the plan's tables") {
-    for (const auto& shape : std::vector<std::pair<const char*, int>>{{"small", 8}, {"k3", 1}, {"k3", 64}}) {
-        const PlanV2 p = plan_for(shape.first, 1, shape.second);
-        CAPTURE(shape.first);
-        CAPTURE(shape.second);
+    struct Shape {
+        const char* preset;
+        int L, tail;
+    };
+    for (const Shape& shape : std::vector<Shape>{{"small", 8, 0}, {"k3", 1, 0}, {"k3", 64, 0}, {"small", 4, 1}, {"k3", 4, 1}}) {
+        const PlanV2 p = plan_for(shape.preset, 1, shape.L, shape.tail);
+        CAPTURE(shape.preset);
+        CAPTURE(shape.L);
+        CAPTURE(shape.tail);
         const std::vector<int32_t> w = p.serialize();
         const PlanV2View v{w.data(), v2_layout(read_v2_header(w))};
         for (int c = 0; c <= p.params().clusters; ++c) CHECK(v.cluster_first(c) == p.cluster_first[size_t(c)]);
@@ -160,12 +173,25 @@ TEST_CASE("every entry the device reads decodes, at v2_layout's offsets, to the 
             const V2SeamSend &x = v.seam_send(int(e)), &y = p.seam_sends[e];
             CHECK((x.from == y.from && x.to == y.to && x.bar == y.bar && x.bytes == y.bytes));
         }
+        for (size_t i = 0; i < p.tasks.size(); ++i) {
+            const V2Task &x = v.task(int(i)), &y = p.tasks[i];
+            CHECK((x.request == y.request && x.head == y.head && x.tile == y.tile && x.cluster == y.cluster && x.rank == y.rank &&
+                   x.onrm == y.onrm && x.qk0 == y.qk0 && x.qkn == y.qkn && x.fa0 == y.fa0 && x.fan == y.fan));
+            CHECK(v2_share_bytes(x, p.config().L) == p.tail_share_bytes(y));
+        }
         for (int q = 0; q < p.processes(); ++q) {
             const auto& prog = p.programs[size_t(q)];
             REQUIRE(v.prog_begin(q + 1) - v.prog_begin(q) == int(prog.size()));
             for (size_t i = 0; i < prog.size(); ++i) {
-                CHECK(v.instr(v.prog_begin(q) + int(i)).op == prog[i].op);
-                CHECK(v.instr(v.prog_begin(q) + int(i)).a == prog[i].a);
+                const int gi = v.prog_begin(q) + int(i);
+                CHECK(v.instr(gi).op == prog[i].op);
+                CHECK(v.instr(gi).a == prog[i].a);
+                const std::vector<V2Wait> want = p.waits(q, int(i));
+                REQUIRE(v.wait_begin(gi + 1) - v.wait_begin(gi) == int(want.size()));
+                for (size_t j = 0; j < want.size(); ++j) {
+                    const V2Wait& x = v.wait(v.wait_begin(gi) + int(j));
+                    CHECK((x.bar == want[j].bar && x.round == want[j].round));
+                }
             }
         }
     }

@@ -1,0 +1,375 @@
+// Kernel v2's tail on the device, as the tail probe runs it (bench/probes/v2_tail_probe.cu;
+// docs/kernel-v2.md "The tail"): 15 clusters of 8, each CTA a reducer warp and the seam team (10
+// warps), each walking its process's program in the plan's flat table (core/plan_v2.hpp, PlanV2View).
+// The reducer's PUBLISH takes its 8 rows from proj (an input: in the kernel they are the REDUCE's
+// sums) through the conv where they are q, k or v channels (#5, conv_state written) and stores them as
+// tagged words; the team's POLL polls the words its waits name until they carry the launch's tag and
+// sends its share to the pair by st.async, REC waits for the pair's shares and runs g1 (#4), the gate,
+// the l2 norms and the recurrence on its 16 state rows (o #6, ssm_state) and sends its Σō², NORM waits
+// for its g words and the pair's Σō² and writes core_out (#7). Every sum in the plan's order
+// (PlanV2::reduction_order: the trees are a lane's terms in a pairwise tree, then a butterfly), f32
+// with no contraction, exp through double (kernels/kda_numerics.hpp). REDUCE and RELEASE are the
+// in_proj probe's; INIT's tail part (each pair's share and onrm barrier of the CTA, armed for what
+// the pair sends) runs at entry, as the producer has no program here. Every wait gives up after
+// kGiveUpNs and records what it waited for: the probe reports it and fails.
+#pragma once
+#include "kernels/kda_numerics.hpp"
+#include "kernels/vendor/cluster.hpp"
+
+#include "core/plan_v2.hpp"
+#include "core/shape.hpp"
+
+#include <cstdint>
+
+namespace monokda::probe::v2tail {
+
+using namespace monokda::gpu;
+
+constexpr int kK = kProductionShape.K, kV = kProductionShape.V, kF = kProductionShape.F, kH = kProductionShape.H;
+constexpr int kE = kProductionShape.E(), kN = kProductionShape.N(), kC = kProductionShape.C(), kW = kProductionShape.W;
+constexpr int kT = kV / kV2TileRows, kRows = kV2TileRows;  // tasks a (request, head), state rows a task
+constexpr int kColV = 2 * kE, kColG = 3 * kE, kColFa = 4 * kE, kColBeta = 4 * kE + kF;
+constexpr int kMaxL = 8, kMaxWaits = 32;
+constexpr int kTeamWarps = 10, kTeam = 32 * kTeamWarps, kThreads = 32 + kTeam;  // warp 0 the reducer
+constexpr int kRecThreads = kRows * 8;                                          // 8 lanes a state row
+constexpr unsigned long long kGiveUpNs = 200000000ull;
+static_assert(kK == 128 && kF == 128 && kT == 8, "the trees below are written for 128 terms and 8 tiles");
+
+enum Stamp : int { kEntry, kPublished, kPolled, kRecDone, kNormDone, kRecNs, kRecs, kStamps };
+enum Error : uint32_t { kNone, kWordsLate, kBarrierLate, kRowUncovered };
+
+struct TailArgs {
+    PlanV2View plan;
+    const uint16_t *proj, *conv_in, *f_b_w, *o_norm_w;
+    const float *conv_w, *A_log, *dt_bias, *ssm_in;
+    const int32_t *idx, *num_acc;  // state_indices [R][L], num_accepted [R]
+    uint16_t *conv_out, *qkv, *g1, *o, *core_out;
+    float* ssm_out;
+    uint32_t* words;               // [S][N]: bf16 bits | tag << 16
+    unsigned long long* stamps;    // [cta][kStamps]
+    uint32_t* error;               // the first wait given up: code, CTA, task, what (entry or row)
+    int R, L, pairs, conv_len, conv_ds;
+    uint32_t tag;
+    float eps, l2_eps, lb, k_scale;
+};
+
+// A CTA's shared memory (bytes from the start, 16-aligned): per pair slot (onrm) its barriers, the
+// pair's shares (q, k, f_a rows [L][128] bf16), the task's beta [L], v and o rows [L][16], the
+// pair's Σō² [tile][L]; then the words a step's waits stage, and the REC's per-token vectors.
+struct TailSmem {
+    int bars, q, k, fa, beta, v, o, onrm, wrow, stage, decay, qn, kn, bytes;
+    __host__ __device__ static TailSmem make(int pairs, int L) {
+        auto at = [](int off) { return (off + 15) / 16 * 16; };
+        TailSmem s{};
+        s.bars = 0;
+        s.q = at(2 * pairs * 8);
+        s.k = s.q + pairs * L * kK * 2;
+        s.fa = s.k + pairs * L * kK * 2;
+        s.beta = at(s.fa + pairs * L * kF * 2);
+        s.v = at(s.beta + pairs * L * 4);
+        s.o = at(s.v + pairs * L * kRows * 2);
+        s.onrm = at(s.o + pairs * L * kRows * 2);
+        s.wrow = at(s.onrm + pairs * kT * L * 4);
+        s.stage = at(s.wrow + kMaxWaits * 4);
+        s.decay = at(s.stage + kMaxWaits * kV2OwnerRows * L * 2);
+        s.qn = s.decay + L * kK * 4;
+        s.kn = s.qn + L * kK * 4;
+        s.bytes = s.kn + L * kK * 4;
+        return s;
+    }
+};
+
+struct Cta {
+    const TailArgs& a;
+    char* sm;
+    TailSmem s;
+    int cta, tid;  // tid: the thread's index in its role (the team: 0 .. kTeam − 1)
+    __device__ uint64_t* share_bar() const { return reinterpret_cast<uint64_t*>(sm + s.bars); }
+    __device__ uint64_t* onrm_bar() const { return share_bar() + a.pairs; }
+    __device__ uint16_t* q(int slot, int t) const { return reinterpret_cast<uint16_t*>(sm + s.q) + (slot * a.L + t) * kK; }
+    __device__ uint16_t* k(int slot, int t) const { return reinterpret_cast<uint16_t*>(sm + s.k) + (slot * a.L + t) * kK; }
+    __device__ uint16_t* fa(int slot, int t) const { return reinterpret_cast<uint16_t*>(sm + s.fa) + (slot * a.L + t) * kF; }
+    __device__ float* beta(int slot) const { return reinterpret_cast<float*>(sm + s.beta) + slot * a.L; }
+    __device__ uint16_t* v(int slot, int t) const { return reinterpret_cast<uint16_t*>(sm + s.v) + (slot * a.L + t) * kRows; }
+    __device__ uint16_t* o(int slot, int t) const { return reinterpret_cast<uint16_t*>(sm + s.o) + (slot * a.L + t) * kRows; }
+    __device__ float* onrm(int slot, int tile) const { return reinterpret_cast<float*>(sm + s.onrm) + (slot * kT + tile) * a.L; }
+    __device__ int* wrow() const { return reinterpret_cast<int*>(sm + s.wrow); }
+    __device__ uint16_t* stage() const { return reinterpret_cast<uint16_t*>(sm + s.stage); }
+    __device__ float* vec(int off, int t) const { return reinterpret_cast<float*>(sm + off) + t * kK; }
+
+    __device__ void give_up(Error e, int task, int what) const {
+        if (atomicCAS(&a.error[0], 0u, uint32_t(e)) == 0u) a.error[1] = uint32_t(cta), a.error[2] = uint32_t(task), a.error[3] = uint32_t(what);
+    }
+    __device__ uint16_t poll_word(size_t at, int task, int entry) const {
+        for (unsigned long long t0 = 0;;) {
+            const uint32_t w = ld_relaxed32(a.words + at);
+            if ((w >> 16) == a.tag) return uint16_t(w & 0xffffu);
+            if (t0 == 0) t0 = now_ns();
+            else if (now_ns() - t0 > kGiveUpNs) return give_up(kWordsLate, task, entry), uint16_t(0x7fc1);
+        }
+    }
+    __device__ void wait_bar(uint64_t* bar, uint32_t parity, int task) const {
+        if (mbar_test_wait_cluster(bar, parity)) return;
+        for (const unsigned long long t0 = now_ns(); !mbar_test_wait_cluster(bar, parity);)
+            if (now_ns() - t0 > kGiveUpNs) return give_up(kBarrierLate, task, -1);
+    }
+
+    // The words of instruction gi's words waits, each entry's 8 rows of its request's L tokens, polled
+    // until they carry the launch's tag, into stage [wait][row][token]; wrow[wait] the entry's first row.
+    __device__ void stage_words(int gi, int task) const {
+        const int w0 = a.plan.wait_begin(gi), nw = a.plan.wait_begin(gi + 1) - w0, per = kV2OwnerRows * a.L;
+        for (int j = tid; j < nw; j += kTeam) {
+            const V2Wait& w = a.plan.wait(w0 + j);
+            wrow()[j] = w.bar.kind == V2Bar::words ? a.plan.recv(w.bar.index).row0 : -1;
+        }
+        for (int it = tid; it < nw * per; it += kTeam) {
+            const int j = it / per, i = it % per / a.L, t = it % a.L;
+            const V2Wait& w = a.plan.wait(w0 + j);
+            if (w.bar.kind != V2Bar::words) continue;
+            stage()[it] = poll_word(size_t(w.round * a.L + t) * kN + size_t(a.plan.recv(w.bar.index).row0 + i), task, w.bar.index);
+        }
+        team_bar(1, kTeam);
+    }
+    // Row `row` of token t among the staged words (a row no wait names: given up, NaN).
+    __device__ uint16_t staged(int gi, int row, int t, int task) const {
+        const int nw = a.plan.wait_begin(gi + 1) - a.plan.wait_begin(gi);
+        for (int j = 0; j < nw; ++j)
+            if (wrow()[j] >= 0 && row >= wrow()[j] && row < wrow()[j] + kV2OwnerRows)
+                return stage()[(j * kV2OwnerRows + row - wrow()[j]) * a.L + t];
+        give_up(kRowUncovered, task, row);
+        return uint16_t(0x7fc1);
+    }
+    __device__ int64_t conv_at(int64_t slot, int j, int c) const {
+        return a.conv_ds ? (slot * kC + c) * a.conv_len + j : (slot * a.conv_len + j) * kC + c;
+    }
+    __device__ size_t ssm_at(int slot, int h, int v) const { return ((size_t(slot) * kH + h) * kV + v) * kK; }
+
+    __device__ void publish(int e, int lane) const;
+    __device__ void poll(int task, int gi) const;
+    __device__ void rec(int task, int gi) const;
+    __device__ void norm(int task, int gi) const;
+};
+
+__device__ __forceinline__ void st_relaxed_u32(uint32_t* p, uint32_t v) {
+    asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+
+// PUBLISH: the entry's 8 rows for every request (a lane a row and request), q, k and v channels
+// through the conv: out[t] = SiLU(Σ_j seq[t + j] · w[j]) rounded (#5) over W − 1 state entries (from
+// the last accepted token's; zeros without a slot) and the L raw inputs; the new conv_state entries.
+__device__ void Cta::publish(int e, int lane) const {
+    const V2Recv rv = a.plan.recv(e);
+    const int L = a.L;
+    for (int it = lane; it < kV2OwnerRows * a.R; it += 32) {
+        const int i = it % kV2OwnerRows, r = it / kV2OwnerRows, row = rv.row0 + i;
+        uint16_t x[kMaxL], out[kMaxL];
+        for (int t = 0; t < L; ++t) x[t] = a.proj[size_t(r * L + t) * kN + row], out[t] = x[t];
+        if (row < kC) {
+            const int slot = a.idx[r * L], acc = a.num_acc[r];
+            float seq[kW - 1 + kMaxL];
+            for (int j = 0; j < kW - 1; ++j) seq[j] = slot > 0 ? bf(bf16::from_bits(a.conv_in[conv_at(slot, acc - 1 + j, row)])) : 0.f;
+            for (int t = 0; t < L; ++t) seq[kW - 1 + t] = bf(bf16::from_bits(x[t]));
+            const float* w = a.conv_w + size_t(row) * kW;
+            for (int t = 0; t < L; ++t) {
+                float s = seq[t] * w[0];
+                for (int j = 1; j < kW; ++j) s = s + seq[t + j] * w[j];
+                out[t] = rnd(s / (1.f + exp_f(-s)));
+                a.qkv[size_t(r * L + t) * kC + row] = out[t];
+            }
+            if (slot > 0) {
+                for (int j = 0; j < kW - 2; ++j) a.conv_out[conv_at(slot, j, row)] = a.conv_in[conv_at(slot, acc + j, row)];
+                for (int t = 0; t < L; ++t) a.conv_out[conv_at(slot, kW - 2 + t, row)] = x[t];
+            }
+        }
+        for (int t = 0; t < L; ++t) st_relaxed_u32(a.words + size_t(r * L + t) * kN + row, uint32_t(out[t]) | a.tag << 16);
+    }
+}
+
+// POLL: the words of the task's share, beta and its v rows; beta and v kept; the share (q, k and
+// f_a rows, two bf16 a store) st.async into every pair task's slot, counted on its share barrier.
+__device__ void Cta::poll(int task, int gi) const {
+    const V2Task t = a.plan.task(task);
+    team_bar(1, kTeam);  // the staging buffer, from the step before's threads
+    stage_words(gi, task);
+    const int L = a.L, h = t.head, v0 = t.tile * kRows, sl = t.onrm;
+    for (int it = tid; it < L * (kRows + 1); it += kTeam) {
+        const int tok = it / (kRows + 1), r = it % (kRows + 1);
+        if (r == kRows) beta(sl)[tok] = sigmoid_f(bf(bf16::from_bits(staged(gi, kColBeta + h, tok, task))));
+        else v(sl, tok)[r] = staged(gi, kColV + h * kV + v0 + r, tok, task);
+    }
+    const int per = t.qkn + t.fan / 2;  // stores a token: q and k pairs, f_a pairs
+    for (int it = tid; it < kT * L * per; it += kTeam) {
+        const int m = it / (L * per), tok = it / per % L, u = it % per;
+        const V2Task to = a.plan.task(task - t.tile + m);  // the pair: the T tasks around (held by the host)
+        int row, col;
+        uint16_t* dst;
+        if (u < t.qkn / 2) row = h * kK + t.qk0 + 2 * u, col = t.qk0 + 2 * u, dst = q(to.onrm, tok);
+        else if (u < t.qkn) row = kE + h * kK + t.qk0 + 2 * (u - t.qkn / 2), col = t.qk0 + 2 * (u - t.qkn / 2), dst = k(to.onrm, tok);
+        else row = kColFa + t.fa0 + 2 * (u - t.qkn), col = t.fa0 + 2 * (u - t.qkn), dst = fa(to.onrm, tok);
+        const uint32_t pair = uint32_t(staged(gi, row, tok, task)) | uint32_t(staged(gi, row + 1, tok, task)) << 16;
+        st_async_u32(peer_addr(dst + col, uint32_t(to.rank)), pair, peer_addr(&share_bar()[to.onrm], uint32_t(to.rank)));
+    }
+}
+
+// A tree of a lane's 16 consecutive terms (pair_sum over them)
+__device__ __forceinline__ float tree16(const float (&p)[16]) {
+    const float lo[8] = {p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7]}, hi[8] = {p[8], p[9], p[10], p[11], p[12], p[13], p[14], p[15]};
+    return pairwise8(lo) + pairwise8(hi);
+}
+// the butterfly over the 8 lanes of a state row (terms 16c.. of lane c): pair_sum(0, 128)
+__device__ __forceinline__ float row_sum(float v) {
+    for (int m = 1; m < 8; m *= 2) v = v + __shfl_xor(v, m);
+    return v;
+}
+
+// REC: the pair's shares in; g1 of the head (its share's columns stored) and the decay, a half-warp
+// an element (8 terms a lane, then the 16 lanes); q̂ and k̂ a warp a token (4 keys a lane, then the
+// 32 lanes); the recurrence on 16 state rows, 8 lanes a row and 16 keys a lane; o (#6) and the state
+// of each token with a slot; Σō² of its rows to the pair.
+__device__ void Cta::rec(int task, int gi) const {
+    const V2Task t = a.plan.task(task);
+    const V2Wait w = a.plan.wait(a.plan.wait_begin(gi));
+    team_bar(1, kTeam);  // beta and v, from POLL's threads
+    wait_bar(&share_bar()[w.bar.index], uint32_t(w.round & 1), task);
+    const int L = a.L, h = t.head, v0 = t.tile * kRows, sl = t.onrm, r = t.request;
+    const float A = exp_f(a.A_log[h]);
+    const int half = tid / 16, hl = tid % 16;
+    for (int base = 2 * (tid / 32); base < L * kK; base += 2 * kTeamWarps) {
+        const int e = base + half % 2, tok = e / kK, kk = e % kK;
+        const uint4 wv = *reinterpret_cast<const uint4*>(a.f_b_w + size_t(h * kK + kk) * kF + 8 * hl);
+        const uint4 fv = *reinterpret_cast<const uint4*>(fa(sl, tok) + 8 * hl);
+        const uint32_t ww[4] = {wv.x, wv.y, wv.z, wv.w}, ff[4] = {fv.x, fv.y, fv.z, fv.w};
+        float p[8];
+        for (int j = 0; j < 4; ++j) p[2 * j] = bf_lo(ff[j]) * bf_lo(ww[j]), p[2 * j + 1] = bf_hi(ff[j]) * bf_hi(ww[j]);
+        const float g = pairwise_16_lanes(pairwise8(p));
+        if (hl == 0) {
+            const uint16_t g1 = rnd(g);
+            if (kk >= t.qk0 && kk < t.qk0 + t.qkn) a.g1[size_t(r * L + tok) * kE + h * kK + kk] = g1;
+            vec(s.decay, tok)[kk] = exp_f(a.lb * sigmoid_f(A * (bf(bf16::from_bits(g1)) + a.dt_bias[h * kK + kk])));
+        }
+    }
+    if (tid / 32 < L) {  // a warp a token: q̂, k̂
+        const int tok = tid / 32, l = tid % 32;
+        float qv[4], kv[4];
+        for (int j = 0; j < 4; ++j) qv[j] = bf(bf16::from_bits(q(sl, tok)[4 * l + j])), kv[j] = bf(bf16::from_bits(k(sl, tok)[4 * l + j]));
+        float sq = pairwise4(qv[0] * qv[0], qv[1] * qv[1], qv[2] * qv[2], qv[3] * qv[3]);
+        float sk = pairwise4(kv[0] * kv[0], kv[1] * kv[1], kv[2] * kv[2], kv[3] * kv[3]);
+        for (int m = 1; m < 32; m *= 2) sq = sq + __shfl_xor(sq, m), sk = sk + __shfl_xor(sk, m);
+        const float qd = sqrtf(sq + a.l2_eps), kd = sqrtf(sk + a.l2_eps);
+        for (int j = 0; j < 4; ++j) vec(s.qn, tok)[4 * l + j] = (qv[j] / qd) * a.k_scale, vec(s.kn, tok)[4 * l + j] = kv[j] / kd;
+    }
+    team_bar(1, kTeam);
+    if (tid < kRecThreads) {
+        const int row = tid / 8, kb = 16 * (tid % 8);
+        const int init = a.idx[r * L + a.num_acc[r] - 1];
+        if (init > 0) {
+            float S[16];
+            const float4* from = reinterpret_cast<const float4*>(a.ssm_in + ssm_at(init, h, v0 + row) + kb);
+            for (int j = 0; j < 4; ++j) {
+                const float4 f = from[j];
+                S[4 * j] = f.x, S[4 * j + 1] = f.y, S[4 * j + 2] = f.z, S[4 * j + 3] = f.w;
+            }
+            for (int tok = 0; tok < L; ++tok) {
+                const float *d = vec(s.decay, tok) + kb, *kn = vec(s.kn, tok) + kb, *qn = vec(s.qn, tok) + kb;
+                float p[16];
+                for (int j = 0; j < 16; ++j) S[j] = S[j] * d[j];
+                for (int j = 0; j < 16; ++j) p[j] = S[j] * kn[j];
+                const float u = (bf(bf16::from_bits(v(sl, tok)[row])) - row_sum(tree16(p))) * beta(sl)[tok];
+                for (int j = 0; j < 16; ++j) S[j] = S[j] + u * kn[j];
+                for (int j = 0; j < 16; ++j) p[j] = S[j] * qn[j];
+                const float oq = row_sum(tree16(p));
+                if (kb == 0) o(sl, tok)[row] = rnd(oq);
+                if (const int slot = a.idx[r * L + tok]; slot > 0) {
+                    float4* to = reinterpret_cast<float4*>(a.ssm_out + ssm_at(slot, h, v0 + row) + kb);
+                    for (int j = 0; j < 4; ++j) to[j] = make_float4(S[4 * j], S[4 * j + 1], S[4 * j + 2], S[4 * j + 3]);
+                }
+            }
+        } else if (kb == 0) {
+            for (int tok = 0; tok < L; ++tok) o(sl, tok)[row] = 0;  // +0: no initial state
+        }
+    }
+    team_bar(1, kTeam);
+    for (int it = tid; it < L * kRows; it += kTeam)
+        a.o[size_t(r * L + it / kRows) * kE + h * kV + v0 + it % kRows] = o(sl, it / kRows)[it % kRows];
+    for (int it = tid; it < kT * L; it += kTeam) {  // Σō² of the 16 rows, sequential, to each pair task
+        const int m = it / L, tok = it % L;
+        const V2Task to = a.plan.task(task - t.tile + m);
+        float sq = bf(bf16::from_bits(o(sl, tok)[0])) * bf(bf16::from_bits(o(sl, tok)[0]));
+        for (int i = 1; i < kRows; ++i) sq = sq + bf(bf16::from_bits(o(sl, tok)[i])) * bf(bf16::from_bits(o(sl, tok)[i]));
+        st_async_u32(peer_addr(onrm(to.onrm, t.tile) + tok, uint32_t(to.rank)), f32_bits(sq),
+                     peer_addr(&onrm_bar()[to.onrm], uint32_t(to.rank)));
+    }
+}
+
+// NORM: its g rows' words and the pair's Σō² (the tiles' partials in tile order); core_out (#7).
+__device__ void Cta::norm(int task, int gi) const {
+    const V2Task t = a.plan.task(task);
+    team_bar(1, kTeam);
+    stage_words(gi, task);
+    const V2Wait w = a.plan.wait(a.plan.wait_begin(gi + 1) - 1);
+    wait_bar(&onrm_bar()[w.bar.index], uint32_t(w.round & 1), task);
+    const int L = a.L, h = t.head, v0 = t.tile * kRows, sl = t.onrm;
+    for (int it = tid; it < L * kRows; it += kTeam) {
+        const int tok = it / kRows, i = it % kRows;
+        float ms = onrm(sl, 0)[tok];
+        for (int tile = 1; tile < kT; ++tile) ms = ms + onrm(sl, tile)[tok];
+        const float rr = 1.f / sqrtf(ms / float(kV) + a.eps);
+        const float g = bf(bf16::from_bits(staged(gi, kColG + h * kV + v0 + i, tok, task)));
+        const float y = ((bf(bf16::from_bits(o(sl, tok)[i])) * rr) * bf(bf16::from_bits(a.o_norm_w[v0 + i]))) * sigmoid_f(g);
+        a.core_out[size_t(t.request * L + tok) * kE + h * kV + v0 + i] = rnd(y);
+    }
+}
+
+// The launch: 120 CTAs in clusters of 8 (CTA = cluster · 8 + rank, the plan's numbering).
+__global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(kThreads, 1) tail_kernel(const __grid_constant__ TailArgs a) {
+    extern __shared__ __align__(16) char sm[];
+    const int cta = int(blockIdx.x), warp = int(threadIdx.x) / 32;
+    const Cta c{a, sm, TailSmem::make(a.pairs, a.L), cta, warp == 0 ? int(threadIdx.x) : int(threadIdx.x) - 32};
+    const int seam = cta * kV2ProcsPerCta + 2 + kV2Consumers, reducer = cta * kV2ProcsPerCta + 1;
+    if (threadIdx.x == 0)
+        for (int p = 0; p < a.pairs; ++p) mbar_init(&c.share_bar()[p], 1), mbar_init(&c.onrm_bar()[p], 1);
+    __syncthreads();
+    // INIT's tail part: each of the CTA's tasks (its POLLs) arms its pair's barriers for the pair's sends
+    for (int gi = a.plan.prog_begin(seam) + int(threadIdx.x); gi < a.plan.prog_begin(seam + 1); gi += kThreads) {
+        const V2Instr in = a.plan.instr(gi);
+        if (in.opcode() != V2Op::POLL) continue;
+        const V2Task t = a.plan.task(in.a);
+        int bytes = 0;
+        for (int m = 0; m < kT; ++m) bytes += v2_share_bytes(a.plan.task(in.a - t.tile + m), a.L);
+        mbar_arrive_expect(&c.share_bar()[t.onrm], uint32_t(bytes));
+        mbar_arrive_expect(&c.onrm_bar()[t.onrm], uint32_t(kT * v2_onrm_bytes(a.L)));
+    }
+    if (threadIdx.x == 0) mbar_init_fence();
+    __syncthreads();
+    unsigned long long* st = a.stamps + size_t(cta) * kStamps;
+    const int p = warp == 0 ? reducer : seam;
+    for (int gi = a.plan.prog_begin(p); gi < a.plan.prog_begin(p + 1); ++gi) {
+        const V2Instr in = a.plan.instr(gi);
+        const unsigned long long t0 = now_ns();
+        switch (in.opcode()) {
+            case V2Op::SYNC:
+                cluster_sync();
+                if (threadIdx.x == 0 && st[kEntry] == 0) st[kEntry] = now_ns();
+                break;
+            case V2Op::PUBLISH:
+                c.publish(in.a, c.tid);
+                if (c.tid == 0) st[kPublished] = now_ns();
+                break;
+            case V2Op::POLL:
+                c.poll(in.a, gi);
+                if (c.tid == 0) st[kPolled] = now_ns();
+                break;
+            case V2Op::REC:
+                c.rec(in.a, gi);
+                if (c.tid == 0) st[kRecDone] = now_ns(), st[kRecNs] += now_ns() - t0, st[kRecs] += 1;
+                break;
+            case V2Op::NORM:
+                c.norm(in.a, gi);
+                if (c.tid == 0) st[kNormDone] = now_ns();
+                break;
+            default: break;  // REDUCE, RELEASE: the in_proj probe's (proj is an input here)
+        }
+    }
+}
+
+}  // namespace monokda::probe::v2tail

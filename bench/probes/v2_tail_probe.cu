@@ -1,0 +1,194 @@
+// monokda-v2-tail-probe: kernel v2's tail on the device, run from the plan's flat table
+// (v2_tail_kernel.cuh), held bit for bit to the reference in the plan's order, and timed.
+//
+// For each shape R × L (default 1×1, 2×4, 4×4, 8×8) the host builds a verify step with the project's
+// generator, kernel v2's plan with the tail (x an input), and the reference's outputs in the plan's
+// order (v2_tail_host.cpp); the device gets proj and the step's inputs, and every launch publishes
+// proj's rows as tagged words with its own tag (the words keep the launch before's, so each poll
+// waits for its launch's), polls, shares, runs the recurrences and the gated norm. The first and the
+// last launch are compared with the reference: qkv, conv_state, g1, o, ssm_state, core_out, every bit.
+// Timed, from the stamps each CTA writes (the median over launches): the entry barrier to the last
+// PUBLISH (the words stored), to the last POLL, REC and NORM done, and a REC's time a token.
+// Usage: monokda-v2-tail-probe [LAUNCHES >= 2] [RxL ...]. Exits 1 on a difference or a wait given
+// up, 77 without an sm_90 GPU, 2 on bad arguments.
+#include "bench/probes/probe_util.hpp"
+#include "bench/probes/v2_tail_host.hpp"
+#include "bench/probes/v2_tail_kernel.cuh"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace {
+
+namespace probe = monokda::probe;
+using namespace monokda::probe::v2tail;
+using monokda::probe::v2::TailFixture;
+
+void check(cudaError_t e, const char* what) { probe::check("monokda-v2-tail-probe", e, what); }
+
+template <class T>
+T* upload(const std::vector<T>& v) {
+    T* d = nullptr;
+    check(cudaMalloc(&d, std::max<size_t>(v.size(), 1) * sizeof(T)), "alloc");
+    if (!v.empty()) check(cudaMemcpy(d, v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice), "upload");
+    return d;
+}
+template <class T>
+T* blank(size_t n) {
+    T* d = nullptr;
+    check(cudaMalloc(&d, std::max<size_t>(n, 1) * sizeof(T)), "alloc");
+    check(cudaMemset(d, 0xff, std::max<size_t>(n, 1) * sizeof(T)), "clear");  // NaN bf16, NaN f32: a store missed shows
+    return d;
+}
+template <class T>
+std::vector<T> download(const T* d, size_t n) {
+    std::vector<T> v(n);
+    check(cudaMemcpy(v.data(), d, n * sizeof(T), cudaMemcpyDeviceToHost), "download");
+    return v;
+}
+
+// The first element of `got` that is not `want`'s, bit for bit, or a line saying it matched.
+template <class T>
+bool same(const char* name, const std::vector<T>& got, const std::vector<T>& want) {
+    for (size_t i = 0; i < want.size(); ++i)
+        if (std::memcmp(&got[i], &want[i], sizeof(T)) != 0) {
+            uint32_t g = 0, w = 0;
+            std::memcpy(&g, &got[i], sizeof(T)), std::memcpy(&w, &want[i], sizeof(T));
+            std::printf("    %-10s differs at element %zu of %zu: 0x%x, the reference 0x%x\n", name, i, want.size(), g, w);
+            return false;
+        }
+    return true;
+}
+
+struct Device {
+    TailArgs a{};
+    size_t n_qkv, n_g1, n_conv, n_ssm;
+    int smem;
+};
+
+Device setup(const TailFixture& f) {
+    Device d{};
+    TailArgs& a = d.a;
+    int32_t* words = upload(f.words);
+    a.plan.w = words;
+    a.plan.at = monokda::v2_layout(monokda::read_v2_header(f.words));
+    a.proj = upload(f.proj), a.conv_in = upload(f.conv_state), a.f_b_w = upload(f.f_b_w), a.o_norm_w = upload(f.o_norm_w);
+    a.conv_w = upload(f.conv_w), a.A_log = upload(f.A_log), a.dt_bias = upload(f.dt_bias), a.ssm_in = upload(f.ssm_state);
+    a.idx = upload(f.state_indices), a.num_acc = upload(f.num_accepted);
+    d.n_qkv = f.qkv.size(), d.n_g1 = f.g1.size(), d.n_conv = f.conv_out.size(), d.n_ssm = f.ssm_out.size();
+    a.conv_out = upload(f.conv_state), a.ssm_out = upload(f.ssm_state);  // entries the step does not write keep their values
+    a.qkv = blank<uint16_t>(d.n_qkv), a.g1 = blank<uint16_t>(d.n_g1), a.o = blank<uint16_t>(d.n_g1), a.core_out = blank<uint16_t>(d.n_g1);
+    a.words = upload(std::vector<uint32_t>(size_t(f.S) * kN, 0u));  // tag 0: no launch has published
+    a.stamps = blank<unsigned long long>(size_t(120) * kStamps);
+    a.error = upload(std::vector<uint32_t>(4, 0u));
+    a.R = f.R, a.L = f.L, a.pairs = f.pairs, a.conv_len = f.conv_len, a.conv_ds = f.conv_ds ? 1 : 0;
+    a.eps = f.eps, a.l2_eps = f.l2_eps, a.lb = f.lower_bound, a.k_scale = f.k_scale;
+    d.smem = TailSmem::make(f.pairs, f.L).bytes;
+    return d;
+}
+
+// One launch with tag `tag`; false (and what gave up) where a wait gave up.
+bool launch(Device& d, uint32_t tag, float& ms) {
+    d.a.tag = tag;
+    check(cudaMemset(d.a.stamps, 0, size_t(120) * kStamps * 8), "stamps");
+    cudaLaunchConfig_t cfg{};
+    cfg.gridDim = dim3(120), cfg.blockDim = dim3(kThreads), cfg.dynamicSmemBytes = size_t(d.smem);
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeCooperative, attr[0].val.cooperative = 1;
+    cfg.attrs = attr, cfg.numAttrs = 1;
+    cudaEvent_t e0, e1;
+    check(cudaEventCreate(&e0), "event"), check(cudaEventCreate(&e1), "event");
+    check(cudaEventRecord(e0), "record");
+    check(cudaLaunchKernelEx(&cfg, tail_kernel, d.a), "launch");
+    check(cudaEventRecord(e1), "record");
+    check(cudaEventSynchronize(e1), "sync");
+    check(cudaGetLastError(), "kernel");
+    check(cudaEventElapsedTime(&ms, e0, e1), "elapsed");
+    cudaEventDestroy(e0), cudaEventDestroy(e1);
+    const std::vector<uint32_t> err = download(d.a.error, 4);
+    if (err[0] == kNone) return true;
+    const char* what[] = {"", "its words never carried the launch's tag (entry", "a pair barrier never completed (",
+                          "a row its waits do not name (row"};
+    std::printf("    launch with tag %u: CTA %u, task %u: %s %d)\n", tag, err[1], err[2], what[err[0] < 4 ? err[0] : 0], int(err[3]));
+    return false;
+}
+
+bool compare(const Device& d, const TailFixture& f) {
+    const TailArgs& a = d.a;
+    bool ok = same("qkv", download(a.qkv, d.n_qkv), f.qkv);
+    ok &= same("conv_state", download(a.conv_out, d.n_conv), f.conv_out);
+    ok &= same("g1", download(a.g1, d.n_g1), f.g1);
+    ok &= same("o", download(a.o, d.n_g1), f.o);
+    ok &= same("ssm_state", download(a.ssm_out, d.n_ssm), f.ssm_out);
+    ok &= same("core_out", download(a.core_out, d.n_g1), f.core_out);
+    return ok;
+}
+
+int run_shape(int R, int L, int launches) {
+    const TailFixture f = monokda::probe::v2::tail_fixture(R, L, 7);
+    Device d = setup(f);
+    check(cudaFuncSetAttribute(tail_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, d.smem), "smem attr");
+    std::printf("R %d x L %d (S %d): %zu tasks' worth of plan, %d pairs a CTA at most, %d bytes of shared memory; order %s\n", R, L,
+                f.S, size_t(monokda::read_v2_header(f.words).n_tasks), f.pairs, d.smem, f.order.c_str());
+    std::vector<float> ev, pub, poll, rec, norm, per_tok;
+    bool ok = true;
+    for (int i = 0; i < launches && ok; ++i) {
+        float ms = 0.f;
+        ok = launch(d, uint32_t(i % 65535 + 1), ms);
+        if (ok && (i == 0 || i == launches - 1)) {
+            const bool exact = compare(d, f);
+            std::printf("    launch %d: qkv, conv_state, g1, o, ssm_state, core_out %s\n", i, exact ? "bit-identical to the reference" : "DIFFER");
+            ok = exact;
+        }
+        if (i == 0) continue;  // the first launch fetches the code
+        const std::vector<unsigned long long> st = download(d.a.stamps, size_t(120) * kStamps);
+        unsigned long long t0 = ~0ull, tp = 0, tq = 0, tr = 0, tn = 0, rec_ns = 0, recs = 0;
+        for (int k = 0; k < 120; ++k) {
+            const unsigned long long* s = &st[size_t(k) * kStamps];
+            t0 = std::min(t0, s[kEntry]), tp = std::max(tp, s[kPublished]), tq = std::max(tq, s[kPolled]);
+            tr = std::max(tr, s[kRecDone]), tn = std::max(tn, s[kNormDone]), rec_ns += s[kRecNs], recs += s[kRecs];
+        }
+        ev.push_back(ms * 1000.f);
+        pub.push_back(float(tp - t0) / 1000.f), poll.push_back(float(tq - t0) / 1000.f);
+        rec.push_back(float(tr - t0) / 1000.f), norm.push_back(float(tn - t0) / 1000.f);
+        per_tok.push_back(recs ? float(rec_ns) / float(recs) / float(L) / 1000.f : 0.f);
+    }
+    if (!ok) return 1;
+    using probe::median;
+    std::printf("    from the entry barrier (us, median of %zu): words stored %.2f, polled %.2f, recurrences done %.2f, core_out done %.2f;"
+                " a REC %.3f us a token (its wait included); the launch %.2f us (events)\n",
+                ev.size(), median(pub), median(poll), median(rec), median(norm), median(per_tok), median(ev));
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    int launches = 20;
+    std::vector<std::pair<int, int>> shapes;
+    bool bad = false;
+    if (argc > 1) launches = std::atoi(argv[1]), bad |= launches < 2;
+    for (int i = 2; i < argc && !bad; ++i) {
+        int R = 0, L = 0;
+        bad |= std::sscanf(argv[i], "%dx%d", &R, &L) != 2 || R < 1 || R > 8 || L < 1 || L > kMaxL;
+        shapes.push_back({R, L});
+    }
+    if (bad) {
+        std::fprintf(stderr, "monokda-v2-tail-probe: bad arguments (usage: monokda-v2-tail-probe [LAUNCHES >= 2] [RxL ...], R 1..8, L 1..%d)\n", kMaxL);
+        return 2;
+    }
+    if (shapes.empty()) shapes = {{1, 1}, {2, 4}, {4, 4}, {8, 8}};
+    int count = 0, dev = 0;
+    cudaDeviceProp prop{};
+    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0 || cudaGetDeviceProperties(&prop, dev) != cudaSuccess || prop.major != 9) {
+        std::fprintf(stderr, "monokda-v2-tail-probe: no sm_90 GPU: skipped\n");
+        return 77;
+    }
+    std::printf("monokda-v2-tail-probe on %s, %d launches a shape\n", prop.name, launches);
+    int rc = 0;
+    for (auto [R, L] : shapes) rc |= run_shape(R, L, launches);
+    return rc;
+}
