@@ -8,12 +8,13 @@
 
 namespace monokda::probe::v2 {
 
-namespace {
 std::vector<uint16_t> bits(const std::vector<bf16>& v) {
     std::vector<uint16_t> out(v.size());
     for (size_t i = 0; i < v.size(); ++i) out[i] = v[i].bits;
     return out;
 }
+
+namespace {
 std::vector<bf16> values(const std::vector<uint16_t>& v, size_t n) {
     std::vector<bf16> out(n);
     for (size_t i = 0; i < n; ++i) out[i] = bf16::from_bits(v[i]);

@@ -21,6 +21,9 @@ struct SeamFixture {
     std::string order;                                        // that order, as the reference names it
 };
 
+// A tensor's bf16 values as their bits, as the probes' CUDA halves take them.
+std::vector<uint16_t> bits(const std::vector<bf16>& v);
+
 // R × L = rows requests of one token each would do as well (the seam's rows are independent); the
 // generator's R × L shape is kept so the rows are those of a real verify step.
 SeamFixture seam_fixture(int R, int L, int nb, uint64_t seed);

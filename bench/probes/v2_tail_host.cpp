@@ -2,6 +2,8 @@
 // x an input, the reference in the plan's order; the plan held to what the probe's kernel reads.
 #include "bench/probes/v2_tail_host.hpp"
 
+#include "bench/probes/v2_seam_host.hpp"  // bits
+
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -13,12 +15,6 @@
 namespace monokda::probe::v2 {
 
 namespace {
-
-std::vector<uint16_t> bits(const std::vector<bf16>& v) {
-    std::vector<uint16_t> out(v.size());
-    for (size_t i = 0; i < v.size(); ++i) out[i] = v[i].bits;
-    return out;
-}
 
 [[noreturn]] void refuse(int R, int L, const std::string& what) {
     std::fprintf(stderr, "monokda-v2-tail-probe: the plan for R %d, L %d: %s\n", R, L, what.c_str());

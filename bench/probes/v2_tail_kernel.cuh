@@ -35,7 +35,7 @@ constexpr int kRecThreads = kRows * 8;                                          
 constexpr unsigned long long kGiveUpNs = 200000000ull;
 static_assert(kK == 128 && kF == 128 && kT == 8, "the trees below are written for 128 terms and 8 tiles");
 
-enum Stamp : int { kEntry, kPublished, kPolled, kRecDone, kNormDone, kRecNs, kRecs, kStamps };
+enum Stamp : int { kEntry, kPublished, kPolled, kRecDone, kNormDone, kRecNs, kRecs, kGStored, kStamps };
 enum Error : uint32_t { kNone, kWordsLate, kBarrierLate, kRowUncovered };
 
 struct TailArgs {
@@ -50,6 +50,7 @@ struct TailArgs {
     uint32_t* error;               // the first wait given up: code, CTA, task, what (entry or row)
     int R, L, pairs, conv_len, conv_ds;
     uint32_t tag;
+    unsigned long long g_delay_ns;  // > 0: g's rows published that long after the entry barrier (g last, as it streams last)
     float eps, l2_eps, lb, k_scale;
 };
 
@@ -343,18 +344,26 @@ __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(kThreads, 1) tail_ke
     __syncthreads();
     unsigned long long* st = a.stamps + size_t(cta) * kStamps;
     const int p = warp == 0 ? reducer : seam;
+    unsigned long long entry = 0;
     for (int gi = a.plan.prog_begin(p); gi < a.plan.prog_begin(p + 1); ++gi) {
         const V2Instr in = a.plan.instr(gi);
         const unsigned long long t0 = now_ns();
         switch (in.opcode()) {
             case V2Op::SYNC:
                 cluster_sync();
-                if (threadIdx.x == 0 && st[kEntry] == 0) st[kEntry] = now_ns();
+                if (entry == 0) entry = now_ns();
+                if (threadIdx.x == 0 && st[kEntry] == 0) st[kEntry] = entry;
                 break;
-            case V2Op::PUBLISH:
+            case V2Op::PUBLISH: {
+                const int row0 = a.plan.recv(in.a).row0;
+                const bool g = row0 >= kColG && row0 < kColFa;
+                while (g && now_ns() - entry < a.g_delay_ns) {
+                }
                 c.publish(in.a, c.tid);
                 if (c.tid == 0) st[kPublished] = now_ns();
+                if (c.tid == 0 && g) st[kGStored] = now_ns();
                 break;
+            }
             case V2Op::POLL:
                 c.poll(in.a, gi);
                 if (c.tid == 0) st[kPolled] = now_ns();

@@ -8,7 +8,9 @@
 // waits for its launch's), polls, shares, runs the recurrences and the gated norm. The first and the
 // last launch are compared with the reference: qkv, conv_state, g1, o, ssm_state, core_out, every bit.
 // Timed, from the stamps each CTA writes (the median over launches): the entry barrier to the last
-// PUBLISH (the words stored), to the last POLL, REC and NORM done, and a REC's time a token.
+// PUBLISH (the words stored), to the last POLL, REC and NORM done, a REC's time a token, and g's last
+// words stored to the last core_out, once with g among the rest and once with g published 40 µs after
+// entry (after the recurrences, as in the kernel g streams last): what milestone 4 bounds.
 // Usage: monokda-v2-tail-probe [LAUNCHES >= 2] [RxL ...]. Exits 1 on a difference or a wait given
 // up, 77 without an sm_90 GPU, 2 on bad arguments.
 #include "bench/probes/probe_util.hpp"
@@ -127,17 +129,16 @@ bool compare(const Device& d, const TailFixture& f) {
     return ok;
 }
 
-int run_shape(int R, int L, int launches) {
-    const TailFixture f = monokda::probe::v2::tail_fixture(R, L, 7);
-    Device d = setup(f);
-    check(cudaFuncSetAttribute(tail_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, d.smem), "smem attr");
-    std::printf("R %d x L %d (S %d): %zu tasks' worth of plan, %d pairs a CTA at most, %d bytes of shared memory; order %s\n", R, L,
-                f.S, size_t(monokda::read_v2_header(f.words).n_tasks), f.pairs, d.smem, f.order.c_str());
-    std::vector<float> ev, pub, poll, rec, norm, per_tok;
+// `launches` launches of the shape's tail with g's rows published g_delay_ns after entry (0: with the rest).
+bool run_setting(Device& d, const TailFixture& f, int launches, unsigned long long g_delay_ns, uint32_t& tag) {
+    const int L = f.L;
+    d.a.g_delay_ns = g_delay_ns;
+    std::vector<float> ev, pub, poll, rec, norm, per_tok, g_end;
     bool ok = true;
     for (int i = 0; i < launches && ok; ++i) {
         float ms = 0.f;
-        ok = launch(d, uint32_t(i % 65535 + 1), ms);
+        ok = launch(d, tag, ms);
+        tag = tag % 65535 + 1;  // the tags skip 0, which the words hold before the first launch
         if (ok && (i == 0 || i == launches - 1)) {
             const bool exact = compare(d, f);
             std::printf("    launch %d: qkv, conv_state, g1, o, ssm_state, core_out %s\n", i, exact ? "bit-identical to the reference" : "DIFFER");
@@ -145,22 +146,40 @@ int run_shape(int R, int L, int launches) {
         }
         if (i == 0) continue;  // the first launch fetches the code
         const std::vector<unsigned long long> st = download(d.a.stamps, size_t(120) * kStamps);
-        unsigned long long t0 = ~0ull, tp = 0, tq = 0, tr = 0, tn = 0, rec_ns = 0, recs = 0;
+        unsigned long long t0 = ~0ull, tp = 0, tq = 0, tr = 0, tn = 0, rec_ns = 0, recs = 0, tg = 0;
         for (int k = 0; k < 120; ++k) {
             const unsigned long long* s = &st[size_t(k) * kStamps];
             t0 = std::min(t0, s[kEntry]), tp = std::max(tp, s[kPublished]), tq = std::max(tq, s[kPolled]);
             tr = std::max(tr, s[kRecDone]), tn = std::max(tn, s[kNormDone]), rec_ns += s[kRecNs], recs += s[kRecs];
+            tg = std::max(tg, s[kGStored]);
         }
+        g_end.push_back(float(tn - tg) / 1000.f);
         ev.push_back(ms * 1000.f);
         pub.push_back(float(tp - t0) / 1000.f), poll.push_back(float(tq - t0) / 1000.f);
         rec.push_back(float(tr - t0) / 1000.f), norm.push_back(float(tn - t0) / 1000.f);
         per_tok.push_back(recs ? float(rec_ns) / float(recs) / float(L) / 1000.f : 0.f);
     }
-    if (!ok) return 1;
+    if (!ok) return false;
     using probe::median;
-    std::printf("    from the entry barrier (us, median of %zu): words stored %.2f, polled %.2f, recurrences done %.2f, core_out done %.2f;"
-                " a REC %.3f us a token (its wait included); the launch %.2f us (events)\n",
-                ev.size(), median(pub), median(poll), median(rec), median(norm), median(per_tok), median(ev));
+    std::printf("    g at +%.1f us: from the entry barrier (us, median of %zu): words stored %.2f, polled %.2f, recurrences done %.2f,"
+                " core_out done %.2f; g's last words stored to core_out done %.2f; a REC %.3f us a token (its wait included);"
+                " the launch %.2f us (events)\n",
+                double(g_delay_ns) / 1000.0, ev.size(), median(pub), median(poll), median(rec), median(norm), median(g_end), median(per_tok),
+                median(ev));
+    return true;
+}
+
+// The shape's tail with g among the rest, then g last (published once the recurrences are done, as
+// in the kernel g streams after the last head's q, k, v).
+int run_shape(int R, int L, int launches) {
+    const TailFixture f = monokda::probe::v2::tail_fixture(R, L, 7);
+    Device d = setup(f);
+    check(cudaFuncSetAttribute(tail_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, d.smem), "smem attr");
+    std::printf("R %d x L %d (S %d): %d tasks, %d pairs a CTA at most, %d bytes of shared memory; order %s\n", R, L, f.S,
+                int(monokda::read_v2_header(f.words).n_tasks), f.pairs, d.smem, f.order.c_str());
+    uint32_t tag = 1;
+    for (unsigned long long delay : {0ull, 40000ull})
+        if (!run_setting(d, f, launches, delay, tag)) return 1;
     return 0;
 }
 
