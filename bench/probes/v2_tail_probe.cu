@@ -52,17 +52,19 @@ std::vector<T> download(const T* d, size_t n) {
     return v;
 }
 
-// The first element of `got` that is not `want`'s, bit for bit, or a line saying it matched.
+// Whether `got` is `want` bit for bit; if not, how many elements differ and the first, as (row, column)
+// of rows `cols` wide.
 template <class T>
-bool same(const char* name, const std::vector<T>& got, const std::vector<T>& want) {
+bool same(const char* name, const std::vector<T>& got, const std::vector<T>& want, size_t cols) {
+    size_t bad = 0, first = 0;
     for (size_t i = 0; i < want.size(); ++i)
-        if (std::memcmp(&got[i], &want[i], sizeof(T)) != 0) {
-            uint32_t g = 0, w = 0;
-            std::memcpy(&g, &got[i], sizeof(T)), std::memcpy(&w, &want[i], sizeof(T));
-            std::printf("    %-10s differs at element %zu of %zu: 0x%x, the reference 0x%x\n", name, i, want.size(), g, w);
-            return false;
-        }
-    return true;
+        if (std::memcmp(&got[i], &want[i], sizeof(T)) != 0 && bad++ == 0) first = i;
+    if (bad == 0) return true;
+    uint32_t g = 0, w = 0;
+    std::memcpy(&g, &got[first], sizeof(T)), std::memcpy(&w, &want[first], sizeof(T));
+    std::printf("    %-10s %zu of %zu elements differ; the first, row %zu column %zu: 0x%x, the reference 0x%x\n", name, bad, want.size(),
+                first / cols, first % cols, g, w);
+    return false;
 }
 
 struct Device {
@@ -120,12 +122,12 @@ bool launch(Device& d, uint32_t tag, float& ms) {
 
 bool compare(const Device& d, const TailFixture& f) {
     const TailArgs& a = d.a;
-    bool ok = same("qkv", download(a.qkv, d.n_qkv), f.qkv);
-    ok &= same("conv_state", download(a.conv_out, d.n_conv), f.conv_out);
-    ok &= same("g1", download(a.g1, d.n_g1), f.g1);
-    ok &= same("o", download(a.o, d.n_g1), f.o);
-    ok &= same("ssm_state", download(a.ssm_out, d.n_ssm), f.ssm_out);
-    ok &= same("core_out", download(a.core_out, d.n_g1), f.core_out);
+    bool ok = same("qkv", download(a.qkv, d.n_qkv), f.qkv, kC);
+    ok &= same("conv_state", download(a.conv_out, d.n_conv), f.conv_out, kC);
+    ok &= same("g1", download(a.g1, d.n_g1), f.g1, kE);
+    ok &= same("o", download(a.o, d.n_g1), f.o, kE);
+    ok &= same("ssm_state", download(a.ssm_out, d.n_ssm), f.ssm_out, kK);
+    ok &= same("core_out", download(a.core_out, d.n_g1), f.core_out, kE);
     return ok;
 }
 
