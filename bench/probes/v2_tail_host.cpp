@@ -23,7 +23,7 @@ namespace {
 
 // What the kernel takes from the plan as it stands, and what it takes for granted: a pair is the T
 // tasks around one (tasks by request, head, tile), a share's rows are whole bf16 pairs (4-byte
-// st.async), and each step's waits are of the kinds its code waits on.
+// st.async), a task's REC right after its POLL, and each step's waits of the kinds its code waits on.
 void hold_to_kernel(const PlanV2& p) {
     const Config& c = p.config();
     auto need = [&](bool ok, const std::string& what) {
@@ -52,6 +52,11 @@ void hold_to_kernel(const PlanV2& p) {
                 const bool seam = op == V2Op::SYNC || op == V2Op::POLL || op == V2Op::REC || op == V2Op::NORM;
                 need(role == V2Role::reducer ? reducer : seam, p.proc_name(q) + " has " + p.describe(p.programs[size_t(q)][size_t(i)]) +
                                                                    ", which the probe does not run");
+                if (op == V2Op::POLL) {  // POLL stages the head's f_b_w block for the REC that follows it
+                    const auto& prog = p.programs[size_t(q)];
+                    need(i + 1 < int(prog.size()) && prog[size_t(i) + 1].opcode() == V2Op::REC && prog[size_t(i) + 1].a == prog[size_t(i)].a,
+                         p.proc_name(q) + "'s " + p.describe(prog[size_t(i)]) + " is not followed by its task's REC");
+                }
                 if (op != V2Op::POLL && op != V2Op::NORM && op != V2Op::REC) continue;
                 size_t words = 0;
                 for (const V2Wait& x : w) words += x.bar.kind == V2Bar::words;

@@ -56,9 +56,10 @@ struct TailArgs {
 
 // A CTA's shared memory (bytes from the start, 16-aligned): per pair slot (onrm) its barriers, the
 // pair's shares (q, k, f_a rows [L][128] bf16), the task's beta [L], v and o rows [L][16], the
-// pair's Σō² [tile][L]; then the words a step's waits stage, and the REC's per-token vectors.
+// pair's Σō² [tile][L]; then the words a step's waits stage, the REC's per-token vectors, and the
+// head's f_b_w block and dt_bias, copied in while POLL waits for its words.
 struct TailSmem {
-    int bars, q, k, fa, beta, v, o, onrm, wrow, stage, decay, qn, kn, bytes;
+    int bars, q, k, fa, beta, v, o, onrm, wrow, stage, decay, qn, kn, fb, dtb, bytes;
     __host__ __device__ static TailSmem make(int pairs, int L) {
         auto at = [](int off) { return (off + 15) / 16 * 16; };
         TailSmem s{};
@@ -75,7 +76,9 @@ struct TailSmem {
         s.decay = at(s.stage + kMaxWaits * kV2OwnerRows * L * 2);
         s.qn = s.decay + L * kK * 4;
         s.kn = s.qn + L * kK * 4;
-        s.bytes = s.kn + L * kK * 4;
+        s.fb = s.kn + L * kK * 4;  // the task's head's block of f_b_w [K][F] and dt_bias [K], staged by POLL
+        s.dtb = s.fb + kK * kF * 2;
+        s.bytes = s.dtb + kK * 4;
         return s;
     }
 };
@@ -188,11 +191,17 @@ __device__ void Cta::publish(int e, int lane) const {
 
 // POLL: the words of the task's share, beta and its v rows; beta and v kept; the share (q, k and
 // f_a rows, two bf16 a store) st.async into every pair task's slot, counted on its share barrier.
+// The head's f_b_w block and dt_bias are copied in meanwhile for REC, which follows its POLL in
+// every program (a CTA's tasks run one after another: docs/plan.md, "The tail's steps").
 __device__ void Cta::poll(int task, int gi) const {
     const V2Task t = a.plan.task(task);
     team_bar(1, kTeam);  // the staging buffer, from the step before's threads
-    stage_words(gi, task);
     const int L = a.L, h = t.head, v0 = t.tile * kRows, sl = t.onrm;
+    for (int i = tid; i < kK * kF / 8 + kK / 4; i += kTeam)  // REC's inputs that need no word: in flight while it polls
+        if (i < kK * kF / 8) copy16_async(sm + s.fb + 16 * i, a.f_b_w + size_t(h) * kK * kF + 8 * i);
+        else copy16_async(sm + s.dtb + 16 * (i - kK * kF / 8), a.dt_bias + h * kK + 4 * (i - kK * kF / 8));
+    async_commit();
+    stage_words(gi, task);
     for (int it = tid; it < L * (kRows + 1); it += kTeam) {
         const int tok = it / (kRows + 1), r = it % (kRows + 1);
         if (r == kRows) beta(sl)[tok] = sigmoid_f(bf(bf16::from_bits(staged(gi, kColBeta + h, tok, task))));
@@ -223,21 +232,21 @@ __device__ __forceinline__ float row_sum(float v) {
     return v;
 }
 
-// REC: the pair's shares in; g1 of the head (its share's columns stored) and the decay, a half-warp
-// an element (8 terms a lane, then the 16 lanes); q̂ and k̂ a warp a token (4 keys a lane, then the
-// 32 lanes); the recurrence on 16 state rows, 8 lanes a row and 16 keys a lane; o (#6) and the state
+// REC: the pair's shares in; g1 of the head (its share's columns stored), a half-warp an element (8
+// terms a lane from the staged f_b_w block, then the 16 lanes), and the decay, every thread; q̂ and k̂
+// a warp a token (4 keys a lane, then the 32 lanes); the recurrence on 16 state rows, 8 lanes a row and 16 keys a lane; o (#6) and the state
 // of each token with a slot; Σō² of its rows to the pair.
 __device__ void Cta::rec(int task, int gi) const {
     const V2Task t = a.plan.task(task);
     const V2Wait w = a.plan.wait(a.plan.wait_begin(gi));
-    team_bar(1, kTeam);  // beta and v, from POLL's threads
+    async_wait<0>();     // this thread's copies of f_b_w and dt_bias
+    team_bar(1, kTeam);  // everyone's, and beta and v from POLL's threads
     wait_bar(&share_bar()[w.bar.index], uint32_t(w.round & 1), task);
     const int L = a.L, h = t.head, v0 = t.tile * kRows, sl = t.onrm, r = t.request;
-    const float A = exp_f(a.A_log[h]);
     const int half = tid / 16, hl = tid % 16;
-    for (int base = 2 * (tid / 32); base < L * kK; base += 2 * kTeamWarps) {
+    for (int base = 2 * (tid / 32); base < L * kK; base += 2 * kTeamWarps) {  // g1, into decay's place
         const int e = base + half % 2, tok = e / kK, kk = e % kK;
-        const uint4 wv = *reinterpret_cast<const uint4*>(a.f_b_w + size_t(h * kK + kk) * kF + 8 * hl);
+        const uint4 wv = *reinterpret_cast<const uint4*>(sm + s.fb + (kk * kF + 8 * hl) * 2);
         const uint4 fv = *reinterpret_cast<const uint4*>(fa(sl, tok) + 8 * hl);
         const uint32_t ww[4] = {wv.x, wv.y, wv.z, wv.w}, ff[4] = {fv.x, fv.y, fv.z, fv.w};
         float p[8];
@@ -246,7 +255,7 @@ __device__ void Cta::rec(int task, int gi) const {
         if (hl == 0) {
             const uint16_t g1 = rnd(g);
             if (kk >= t.qk0 && kk < t.qk0 + t.qkn) a.g1[size_t(r * L + tok) * kE + h * kK + kk] = g1;
-            vec(s.decay, tok)[kk] = exp_f(a.lb * sigmoid_f(A * (bf(bf16::from_bits(g1)) + a.dt_bias[h * kK + kk])));
+            vec(s.decay, tok)[kk] = bf(bf16::from_bits(g1));
         }
     }
     if (tid / 32 < L) {  // a warp a token: q̂, k̂
@@ -259,6 +268,10 @@ __device__ void Cta::rec(int task, int gi) const {
         const float qd = sqrtf(sq + a.l2_eps), kd = sqrtf(sk + a.l2_eps);
         for (int j = 0; j < 4; ++j) vec(s.qn, tok)[4 * l + j] = (qv[j] / qd) * a.k_scale, vec(s.kn, tok)[4 * l + j] = kv[j] / kd;
     }
+    team_bar(1, kTeam);
+    const float A = exp_f(a.A_log[h]), *dtb = reinterpret_cast<const float*>(sm + s.dtb);
+    for (int e = tid; e < L * kK; e += kTeam)  // the decay of each key from its g1, every thread (two exps each)
+        vec(s.decay, 0)[e] = exp_f(a.lb * sigmoid_f(A * (vec(s.decay, 0)[e] + dtb[e % kK])));
     team_bar(1, kTeam);
     if (tid < kRecThreads) {
         const int row = tid / 8, kb = 16 * (tid % 8);
