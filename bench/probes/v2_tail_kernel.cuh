@@ -16,6 +16,7 @@
 #include "kernels/kda_numerics.hpp"
 #include "kernels/vendor/cluster.hpp"
 
+#include "bench/probes/v2_tail_plan.hpp"
 #include "core/plan_v2.hpp"
 #include "core/shape.hpp"
 
@@ -29,7 +30,7 @@ constexpr int kK = kProductionShape.K, kV = kProductionShape.V, kF = kProduction
 constexpr int kE = kProductionShape.E(), kN = kProductionShape.N(), kC = kProductionShape.C(), kW = kProductionShape.W;
 constexpr int kT = kV / kV2TileRows, kRows = kV2TileRows;  // tasks a (request, head), state rows a task
 constexpr int kColV = 2 * kE, kColG = 3 * kE, kColFa = 4 * kE, kColBeta = 4 * kE + kF;
-constexpr int kMaxL = 8, kMaxWaits = 32;
+constexpr int kMaxL = probe::v2::kTailMaxL, kMaxWaits = probe::v2::kTailMaxWaits;  // the host holds the plan to both (v2_tail_plan.hpp)
 constexpr int kTeamWarps = 10, kTeam = 32 * kTeamWarps, kThreads = 32 + kTeam;  // warp 0 the reducer
 constexpr int kRecThreads = kRows * 8;                                          // 8 lanes a state row
 constexpr unsigned long long kGiveUpNs = 200000000ull;

@@ -1,0 +1,66 @@
+// What kernel v2's tail probe takes from a plan as it stands, and what it takes for granted
+// (bench/probes/v2_tail_kernel.cuh): the production shape on 15 clusters of 8 with the tail and x
+// an input; a pair is the T tasks around one (the tasks by request, head, tile); a share's rows are
+// whole bf16 pairs (it sends 4-byte st.async); a task's REC right after its POLL (POLL stages the
+// head's f_b_w block for it); the steps' waits of the kinds the kernel waits on, and few enough for
+// its staging. Header-only, so a CPU test holds the builder's plans to it (tests/bench/test_v2_tail_plan.cpp).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "core/plan_v2.hpp"
+
+namespace monokda::probe::v2 {
+
+constexpr int kTailMaxWaits = 32;  // the words waits a POLL or NORM stages at most
+constexpr int kTailMaxL = 8;       // tokens a request
+
+// Each way `p` is not a plan the tail probe's kernel runs, in words; empty: it runs it.
+inline std::vector<std::string> tail_kernel_problems(const PlanV2& p) {
+    std::vector<std::string> out;
+    const Config& c = p.config();
+    auto need = [&](bool ok, const std::string& what) {
+        if (!ok) out.push_back(what);
+        return ok;
+    };
+    const auto probs = p.problems();
+    if (!need(probs.empty(), probs.empty() ? "" : "its check " + probs[0].check + " fails: " + probs[0].what)) return out;
+    if (!need(p.has_tail() && !p.has_seam() && p.ctas() == 120 && p.params().ranks == 8, "not the tail on 15 clusters of 8 without the seam"))
+        return out;
+    if (!need(c.L <= kTailMaxL && c.K == 128 && c.V == 128 && c.F == 128 && p.tail_tiles() == 8, "not the shape the kernel is compiled for")) return out;
+    const int T = p.tail_tiles();
+    for (size_t i = 0; i < p.tasks.size(); ++i) {
+        const V2Task& t = p.tasks[i];
+        const std::vector<int> pair = p.tail_pair(int(i));
+        bool around = int(pair.size()) == T;
+        for (int m = 0; around && m < T; ++m) around = pair[size_t(m)] == int(i) - t.tile + m;
+        need(around, "task " + std::to_string(i) + "'s pair is not the " + std::to_string(T) + " tasks around it");
+        need(t.qk0 % 2 == 0 && t.qkn % 2 == 0 && t.fa0 % 2 == 0 && t.fan % 2 == 0, "task " + std::to_string(i) + "'s share is not whole bf16 pairs");
+    }
+    for (int k = 0; k < p.ctas(); ++k)
+        for (V2Role role : {V2Role::reducer, V2Role::seam}) {
+            const int q = PlanV2::proc(k, role);
+            const auto& prog = p.programs[size_t(q)];
+            for (int i = 0; i < int(prog.size()); ++i) {
+                const V2Op op = prog[size_t(i)].opcode();
+                const bool reducer = op == V2Op::SYNC || op == V2Op::REDUCE || op == V2Op::PUBLISH || op == V2Op::RELEASE;
+                const bool seam = op == V2Op::SYNC || op == V2Op::POLL || op == V2Op::REC || op == V2Op::NORM;
+                const std::string step = p.proc_name(q) + "'s " + p.describe(prog[size_t(i)]);
+                need(role == V2Role::reducer ? reducer : seam, step + " is a step the probe does not run");
+                if (op == V2Op::POLL)
+                    need(i + 1 < int(prog.size()) && prog[size_t(i) + 1].opcode() == V2Op::REC && prog[size_t(i) + 1].a == prog[size_t(i)].a,
+                         step + " is not followed by its task's REC");
+                if (op != V2Op::POLL && op != V2Op::NORM && op != V2Op::REC) continue;
+                const std::vector<V2Wait> w = p.waits(q, i);
+                size_t words = 0;
+                for (const V2Wait& x : w) words += x.bar.kind == V2Bar::words;
+                need(op == V2Op::REC    ? w.size() == 1 && w[0].bar.kind == V2Bar::share
+                     : op == V2Op::POLL ? words == w.size() && words <= size_t(kTailMaxWaits)
+                                        : words + 1 == w.size() && words <= size_t(kTailMaxWaits) && w.back().bar.kind == V2Bar::onrm,
+                     step + " waits on what the probe does not");
+            }
+        }
+    return out;
+}
+
+}  // namespace monokda::probe::v2

@@ -1,0 +1,94 @@
+// The v2 tail probe's hold on its plans (bench/probes/v2_tail_plan.hpp): the builder's plans at the
+// shapes the probe runs are plans its kernel runs, and each thing the kernel takes for granted,
+// planted wrong in a plan whose own checks still pass, is named (the plan's checks are
+// test_plan_v2_checks.cpp's; the kernel itself runs under ctest -L gpu, v2_probe/tail_exact).
+#include <doctest/doctest.h>
+
+#include <algorithm>
+
+#include "bench/probes/v2_tail_plan.hpp"
+
+using namespace monokda;
+using monokda::probe::v2::tail_kernel_problems;
+
+namespace {
+
+// The probe's plan: the production shape, R × L, the tail, x an input (v2_tail_host.cpp).
+PlanV2 tail_plan(int R, int L) {
+    Config c = Config::preset("k3");
+    c.R = R, c.L = L, c.slots = R * L + 1;
+    PlanV2Params pp = PlanV2Params::for_config(c);
+    pp.seam = 0, pp.tail = 1;
+    return PlanV2::build(c, pp);
+}
+
+// The one problem named, and that it says `what`.
+void names(const PlanV2& p, const char* what) {
+    REQUIRE(p.problems().empty());  // the plan's own checks pass: only the probe's hold can see it
+    const std::vector<std::string> probs = tail_kernel_problems(p);
+    REQUIRE(!probs.empty());
+    CHECK_MESSAGE(probs[0].find(what) != std::string::npos, probs[0]);
+}
+
+// The tasks i and j trade places in the table (each program's operands follow them): the same plan,
+// its tasks in another order.
+void swap_tasks(PlanV2& p, int i, int j) {
+    std::swap(p.tasks[size_t(i)], p.tasks[size_t(j)]);
+    for (auto& prog : p.programs)
+        for (V2Instr& in : prog)
+            if (in.opcode() == V2Op::POLL || in.opcode() == V2Op::REC || in.opcode() == V2Op::NORM) in.a = in.a == i ? j : in.a == j ? i : in.a;
+}
+
+}  // namespace
+
+TEST_CASE("the builder's plans at the probe's shapes are plans the tail kernel runs") {
+    for (const std::pair<int, int>& shape : {std::pair{1, 1}, {2, 4}, {4, 4}, {8, 8}}) {
+        CAPTURE(shape.first);
+        CAPTURE(shape.second);
+        const std::vector<std::string> probs = tail_kernel_problems(tail_plan(shape.first, shape.second));
+        CHECK_MESSAGE(probs.empty(), (probs.empty() ? std::string() : probs[0]));
+    }
+}
+
+TEST_CASE("what the tail kernel takes for granted, planted wrong, is named") {
+    SUBCASE("a plan with the seam, or without the tail") {
+        Config c = Config::preset("k3");
+        c.R = 1, c.L = 1, c.slots = 2;
+        PlanV2Params pp = PlanV2Params::for_config(c);
+        pp.tail = 1;
+        names(PlanV2::build(c, pp), "without the seam");
+        pp.seam = 0, pp.tail = 0;
+        names(PlanV2::build(c, pp), "without the seam");
+    }
+    SUBCASE("tokens past the kernel's") { names(tail_plan(1, 9), "not the shape the kernel is compiled for"); }
+    SUBCASE("a pair whose tasks are not the tiles around one") {
+        PlanV2 p = tail_plan(2, 1);
+        swap_tasks(p, 3, 3 + 8);  // tile 3 of (0, head 0) and of (0, head 1): each pair's tasks now apart
+        names(p, "task 0's pair is not the 8 tasks around it");  // the first task of a pair that lost its tile 3
+    }
+    SUBCASE("a share cut at an odd row") {
+        PlanV2 p = tail_plan(1, 1);
+        p.tasks[0].qkn -= 1, p.tasks[1].qk0 -= 1, p.tasks[1].qkn += 1;  // q and k rows 0..14 and 15..32: still once each
+        names(p, "task 0's share is not whole bf16 pairs");
+    }
+    SUBCASE("a task's POLL not followed by its REC") {
+        PlanV2 p = tail_plan(4, 1);  // 48 pairs on 15 clusters: CTAs with several tasks
+        bool moved = false;
+        for (int k = 0; k < p.ctas() && !moved; ++k) {  // on every rank of a cluster alike: POLL a, POLL b, REC a, NORM a, REC b, NORM b
+            if (p.rank_of(k) == 0) {
+                const int c = p.cluster_of(k);
+                auto& first = p.programs[size_t(PlanV2::proc(k, V2Role::seam))];
+                const auto at = std::find_if(first.begin(), first.end(), [](const V2Instr& in) { return in.opcode() == V2Op::POLL; });
+                if (at + 4 >= first.end() || (at + 3)->opcode() != V2Op::POLL) continue;
+                const long i = at - first.begin();
+                for (int r = 0; r < p.params().ranks; ++r) {
+                    auto& prog = p.programs[size_t(PlanV2::proc(p.cta(c, r), V2Role::seam))];
+                    std::rotate(prog.begin() + i + 1, prog.begin() + i + 3, prog.begin() + i + 4);
+                }
+                moved = true;
+            }
+        }
+        REQUIRE(moved);
+        names(p, "is not followed by its task's REC");
+    }
+}
