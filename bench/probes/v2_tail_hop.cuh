@@ -12,6 +12,7 @@
 
 #include "bench/probes/probe_wait.hpp"
 #include "bench/probes/v2_inproj_host.hpp"
+#include "bench/probes/v2_tail_plan.hpp"  // the placement below, held to the plan's
 
 #include <cstdint>
 

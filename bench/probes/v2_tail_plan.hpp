@@ -3,7 +3,8 @@
 // an input; a pair is the T tasks around one (the tasks by request, head, tile); a share's rows are
 // whole bf16 pairs (it sends 4-byte st.async); a task's REC right after its POLL (POLL stages the
 // head's f_b_w block for it); the steps' waits of the kinds the kernel waits on, and few enough for
-// its staging. Header-only, so a CPU test holds the builder's plans to it (tests/bench/test_v2_tail_plan.cpp).
+// its staging. And where the in_proj probe's tailhop mode places the tasks, held to the plan's.
+// Header-only, so a CPU test holds the builder's plans to both (tests/bench/test_v2_tail_plan.cpp).
 #pragma once
 #include <string>
 #include <vector>
@@ -60,6 +61,23 @@ inline std::vector<std::string> tail_kernel_problems(const PlanV2& p) {
                      step + " waits on what the probe does not");
             }
         }
+    return out;
+}
+
+// The in_proj probe's tailhop mode (v2_tail_hop.cuh) places head h's tasks itself: tile t on rank t
+// of cluster h, its share q, k and f_a rows 16t .. 16t + 15. Each task of `p` (one request, with the
+// tail) that the plan places otherwise, in words; empty: the mode's placement is the plan's.
+inline std::vector<std::string> tailhop_placement_problems(const PlanV2& p) {
+    std::vector<std::string> out;
+    if (!p.has_tail() || p.config().R != 1) return {"not a plan of one request with the tail"};
+    for (size_t i = 0; i < p.tasks.size(); ++i) {
+        const V2Task& t = p.tasks[i];
+        const int rows = kV2TileRows * t.tile;
+        if (t.cluster != t.head || t.rank != t.tile || t.qk0 != rows || t.qkn != kV2TileRows || t.fa0 != rows || t.fan != kV2TileRows)
+            out.push_back("task " + std::to_string(i) + " (head " + std::to_string(t.head) + ", tile " + std::to_string(t.tile) +
+                          ") is on cluster " + std::to_string(t.cluster) + " rank " + std::to_string(t.rank) + ", sharing q and k rows from " +
+                          std::to_string(t.qk0) + " and f_a rows from " + std::to_string(t.fa0) + ", not where tailhop places it");
+    }
     return out;
 }
 

@@ -100,6 +100,15 @@ int tailhop_case(Device& d, Case c, int reps) {
 }
 
 int tailhop_mode(Device& d, int reps) {
+    for (int S : {1, 4, 16}) {  // the mode places the tasks itself (v2_tail_hop.cuh): where the plan with the tail does
+        monokda::Config c = monokda::Config::preset("k3");
+        c.R = 1, c.L = S, c.slots = S + 1;
+        monokda::PlanV2Params pp = monokda::PlanV2Params::for_config(c);
+        pp.seam = 0, pp.tail = 1;
+        const std::vector<std::string> probs = tailhop_placement_problems(monokda::PlanV2::build(c, pp));
+        for (const std::string& w : probs) std::fprintf(stderr, "monokda-v2-inproj-probe: tailhop at S %d: %s\n", S, w.c_str());
+        if (!probs.empty()) return 1;
+    }
     seam_upload();
     int rc = 0;
     for (int S : {1, 4, 16})

@@ -10,6 +10,7 @@
 
 using namespace monokda;
 using monokda::probe::v2::tail_kernel_problems;
+using monokda::probe::v2::tailhop_placement_problems;
 
 namespace {
 
@@ -91,4 +92,18 @@ TEST_CASE("what the tail kernel takes for granted, planted wrong, is named") {
         REQUIRE(moved);
         names(p, "is not followed by its task's REC");
     }
+}
+
+TEST_CASE("tailhop's own placement of the tasks is the plan's, and a task moved is named") {
+    for (int S : {1, 4, 16}) {
+        CAPTURE(S);
+        const std::vector<std::string> probs = tailhop_placement_problems(tail_plan(1, S));
+        CHECK_MESSAGE(probs.empty(), (probs.empty() ? std::string() : probs[0]));
+    }
+    PlanV2 p = tail_plan(1, 4);
+    std::swap(p.tasks[2].rank, p.tasks[3].rank);  // tiles 2 and 3 of head 0 trade ranks
+    const std::vector<std::string> probs = tailhop_placement_problems(p);
+    REQUIRE(probs.size() == 2);
+    CHECK(probs[0].find("task 2 (head 0, tile 2) is on cluster 0 rank 3") != std::string::npos);
+    CHECK(!tailhop_placement_problems(tail_plan(2, 1)).empty());  // two requests: not what tailhop runs
 }
