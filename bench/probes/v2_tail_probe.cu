@@ -11,8 +11,10 @@
 // PUBLISH (the words stored), to the last POLL, REC and NORM done, a REC's time a token, and g's last
 // words stored to the last core_out, once with g among the rest and once with g published 40 µs after
 // entry (after the recurrences, as in the kernel g streams last): what milestone 4 bounds.
-// Usage: monokda-v2-tail-probe [LAUNCHES >= 2] [RxL ...]. Exits 1 on a difference or a wait given
-// up, 77 without an sm_90 GPU, 2 on bad arguments.
+// Each shape also counts the decays where glibc's expf, which the reference takes, is not exp in
+// double rounded once, which the kernel takes: where ssm_state may part from the reference by an ulp.
+// Usage: monokda-v2-tail-probe [LAUNCHES >= 2 | host] [RxL ...] (host: the counts alone, no GPU).
+// Exits 1 on a difference or a wait given up, 77 without an sm_90 GPU, 2 on bad arguments.
 #include "bench/probes/probe_util.hpp"
 #include "bench/probes/v2_tail_host.hpp"
 #include "bench/probes/v2_tail_kernel.cuh"
@@ -172,6 +174,11 @@ bool run_setting(Device& d, const TailFixture& f, int launches, unsigned long lo
     return ok;
 }
 
+void print_decays(const TailFixture& f) {
+    std::printf("    %ld of %ld decays where glibc's expf (the reference's) is not exp in double rounded once (the kernel's)\n",
+                f.decays_libm_differ, f.decays);
+}
+
 // The shape's tail with g among the rest, then g last (published once the recurrences are done, as
 // in the kernel g streams after the last head's q, k, v).
 int run_shape(int R, int L, int launches) {
@@ -180,6 +187,7 @@ int run_shape(int R, int L, int launches) {
     check(cudaFuncSetAttribute(tail_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, d.smem), "smem attr");
     std::printf("R %d x L %d (S %d): %d tasks, %d pairs a CTA at most, %d bytes of shared memory; order %s\n", R, L, f.S,
                 int(monokda::read_v2_header(f.words).n_tasks), f.pairs, d.smem, f.order.c_str());
+    print_decays(f);
     uint32_t tag = 1;
     int rc = 0;
     for (unsigned long long delay : {0ull, 40000ull}) rc |= run_setting(d, f, launches, delay, tag) ? 0 : 1;
@@ -192,17 +200,22 @@ int main(int argc, char** argv) {
     int launches = 20;
     std::vector<std::pair<int, int>> shapes;
     bool bad = false;
-    if (argc > 1) launches = std::atoi(argv[1]), bad |= launches < 2;
+    const bool host = argc > 1 && std::strcmp(argv[1], "host") == 0;  // the fixtures' facts alone, no GPU
+    if (argc > 1 && !host) launches = std::atoi(argv[1]), bad |= launches < 2;
     for (int i = 2; i < argc && !bad; ++i) {
         int R = 0, L = 0;
         bad |= std::sscanf(argv[i], "%dx%d", &R, &L) != 2 || R < 1 || R > 8 || L < 1 || L > kMaxL;
         shapes.push_back({R, L});
     }
     if (bad) {
-        std::fprintf(stderr, "monokda-v2-tail-probe: bad arguments (usage: monokda-v2-tail-probe [LAUNCHES >= 2] [RxL ...], R 1..8, L 1..%d)\n", kMaxL);
+        std::fprintf(stderr, "monokda-v2-tail-probe: bad arguments (usage: monokda-v2-tail-probe [LAUNCHES >= 2 | host] [RxL ...], R 1..8, L 1..%d)\n", kMaxL);
         return 2;
     }
     if (shapes.empty()) shapes = {{1, 1}, {2, 4}, {4, 4}, {8, 8}};
+    if (host) {
+        for (auto [R, L] : shapes) std::printf("R %d x L %d:\n", R, L), print_decays(monokda::probe::v2::tail_fixture(R, L, 7));
+        return 0;
+    }
     int count = 0, dev = 0;
     cudaDeviceProp prop{};
     if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0 || cudaGetDeviceProperties(&prop, dev) != cudaSuccess || prop.major != 9) {
