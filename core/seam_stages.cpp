@@ -7,13 +7,9 @@
 #include <string>
 
 #include "core/error.hpp"
+#include "core/exp_once.hpp"
 
 namespace monokda {
-
-namespace {
-// The kernel's exp_f (kernels/kda_numerics.hpp): exp in double, rounded once to f32.
-float exp_once(float x) { return float(std::exp(double(x))); }
-}  // namespace
 
 SeamRows::SeamRows(int S_, int nb_, int cols_)
     : S(S_), nb(nb_), cols(cols_), v(size_t(S_) * size_t(nb_ + 1) * size_t(cols_), 0.f), wq(size_t(cols_), 0.f),

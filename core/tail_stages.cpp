@@ -17,7 +17,7 @@ void tail_conv(const StepInputs& in, int r, int ch, const bf16* x, bf16* out, st
     for (int t = 0; t < L; ++t) {
         float acc = seq[size_t(t)] * w[0];  // oldest first
         for (int j = 1; j < W; ++j) acc = acc + seq[size_t(t + j)] * w[j];
-        out[t] = bf16::round(acc / (1.f + std::exp(-acc)));
+        out[t] = bf16::round(acc / (1.f + exp_once(-acc)));
     }
     if (slot <= 0) return;
     for (int j = 0; j < W - 2; ++j) conv_state[size_t(in.conv_at(slot, j, ch))] = in.conv_state[size_t(in.conv_at(slot, a + j, ch))];
@@ -28,7 +28,7 @@ bf16 tail_g1(const ReductionOrder& ord, const float* fa, const bf16* w, int F) {
     return bf16::round(ord.reduce<float>(Site::f_b, F, [&](int f) { return fa[f] * w[f].to_float(); }));
 }
 
-float tail_decay(float A, bf16 g1, float dt_bias, float lb) { return std::exp(lb * tail_sigmoid(A * (g1.to_float() + dt_bias))); }
+float tail_decay(float A, bf16 g1, float dt_bias, float lb) { return exp_once(lb * sigmoid_once(A * (g1.to_float() + dt_bias))); }
 
 void tail_l2(const ReductionOrder& ord, const bf16* q, const bf16* k, int K, float l2_eps, float* qn, float* kn) {
     const float sq = ord.reduce<float>(Site::l2_q, K, [&](int i) { const float v = q[i].to_float(); return v * v; });
@@ -58,6 +58,6 @@ float tail_sumsq(const bf16* o, int n) {
     return s;
 }
 
-bf16 tail_out(bf16 o, float rr, bf16 w, bf16 g2) { return bf16::round(((o.to_float() * rr) * w.to_float()) * tail_sigmoid(g2.to_float())); }
+bf16 tail_out(bf16 o, float rr, bf16 w, bf16 g2) { return bf16::round(((o.to_float() * rr) * w.to_float()) * sigmoid_once(g2.to_float())); }
 
 }  // namespace monokda

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/bf16.hpp"
+#include "core/exp_once.hpp"
 #include "core/reduction_order.hpp"
 #include "core/step.hpp"
 
@@ -35,7 +36,4 @@ float tail_sumsq(const bf16* o, int n);
 // F, 1/rms of a row from its Σō² over V values
 inline float tail_rr(float ms, int V, float eps) { return 1.f / std::sqrt(ms / float(V) + eps); }
 bf16 tail_out(bf16 o, float rr, bf16 w, bf16 g2);
-// sigmoid(z) = 1 / (1 + exp(−z)), as every stage of the original path takes it
-inline float tail_sigmoid(float z) { return 1.f / (1.f + std::exp(-z)); }
-
 }  // namespace monokda

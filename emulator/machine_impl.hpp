@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "core/exp_once.hpp"
 #include "emulator/faults.hpp"
 #include "emulator/machine.hpp"
 
@@ -215,6 +216,5 @@ private:
 std::string step_name(int32_t s);  // "stored in step 3", "of zeroed memory (never stored)"
 
 inline float f(bf16 b) { return b.to_float(); }
-inline float sigmoid(float z) { return 1.0f / (1.0f + std::exp(-z)); }
 
 }  // namespace monokda::emu::detail

@@ -1,9 +1,10 @@
 // The arithmetic of SPEC §3 as the kernel evaluates it, matched to the reference
 // (reference/reference.cpp) operation by operation: no contraction into FMA (the build passes
-// --fmad=false / -ffp-contract=off), IEEE division and sqrt, and exp through double so the f32
-// result is the correctly rounded one (as glibc's expf almost always is).
+// --fmad=false / -ffp-contract=off), IEEE division and sqrt, and exp as core/exp_once.hpp defines
+// it for host and device alike: in double, rounded once.
 #pragma once
 #include "core/bf16.hpp"
+#include "core/exp_once.hpp"
 #include "kernels/vendor/gpu.hpp"
 
 namespace monokda::gpu {
@@ -17,7 +18,7 @@ __device__ __forceinline__ uint32_t pack(float lo, float hi) { return uint32_t(r
 // One out-of-line copy: the double exp is long, and every inlined copy is more code the SM fetches
 // cold (the kda bodies run once a launch; instruction fetch sets their pace,
 // docs/decisions/0020-kda-code-size.md).
-__device__ __noinline__ float exp_f(float x) { return float(exp(double(x))); }
+__device__ __noinline__ float exp_f(float x) { return exp_once(x); }
 __device__ __forceinline__ float sigmoid_f(float z) { return 1.0f / (1.0f + exp_f(-z)); }
 // One exp_f on a warp that would otherwise wait: its code is then in this SM's instruction cache
 // before a chain that needs it (the gate's softmax, the kda gates) fetches it cold.

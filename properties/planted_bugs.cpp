@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "core/error.hpp"
+#include "core/exp_once.hpp"
 #include "properties/transforms.hpp"
 #include "reference/reference.hpp"
 #include "verify/same.hpp"
@@ -76,7 +77,7 @@ std::vector<bf16> conv_output_rounded_twice(const StepInputs& in, const std::vec
                 float acc = seq[size_t(t)] * w[0];
                 for (int j = 1; j < c.W; ++j) acc = acc + seq[size_t(t + j)] * w[j];
                 const float once = bf16::round(acc).to_float();  // the misplaced rounding
-                qkv[size_t(r * c.L + t) * c.C + ch] = bf16::round(once / (1.0f + std::exp(-once)));
+                qkv[size_t(r * c.L + t) * c.C + ch] = bf16::round(once / (1.0f + exp_once(-once)));
             }
         }
     }
@@ -130,8 +131,8 @@ std::vector<bf16> g1_nan_where_sigmoid_overflows(const StepInputs& in, const std
     std::vector<bf16> out = g1;
     for (int s = 0; s < c.S(); ++s)
         for (int e = 0; e < c.E(); ++e) {
-            const float z = std::exp(in.A_log[size_t(e / c.K)]) * (g1[size_t(s) * c.E() + e].to_float() + in.dt_bias[size_t(e)]);
-            if (std::isinf(std::exp(z))) out[size_t(s) * c.E() + e] = bf16::from_bits(0x7fc0);
+            const float z = exp_once(in.A_log[size_t(e / c.K)]) * (g1[size_t(s) * c.E() + e].to_float() + in.dt_bias[size_t(e)]);
+            if (std::isinf(exp_once(z))) out[size_t(s) * c.E() + e] = bf16::from_bits(0x7fc0);
         }
     return out;
 }

@@ -5,13 +5,18 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/exp_once.hpp"
+
 namespace monokda::ref {
 
 namespace {
 
 template <class T> inline T f(bf16 b) { return T(b.to_float()); }
 template <class T> inline bf16 rnd(T v) { return bf16::round(v); }
-template <class T> inline T sigmoid(T z) { return T(1) / (T(1) + std::exp(-z)); }
+// exp of the f32 path as core/exp_once.hpp defines it; the oracle takes double exp as it is.
+inline float ex(float x) { return exp_once(x); }
+inline double ex(double x) { return std::exp(x); }
+template <class T> inline T sigmoid(T z) { return T(1) / (T(1) + ex(-z)); }
 
 // SIMD lanes, each its own independent sum: used to run a GEMM's K-sum for eight rows at once
 // without changing any row's order (element-wise vector ops, contraction off). The eight rows are
@@ -79,7 +84,7 @@ void attnres(const StepInputs& in, const ReductionOrder& ord, std::vector<bf16>&
             logit[size_t(i)] = dot * r;
         }
         T m = *std::max_element(logit.begin(), logit.end());
-        for (int i = 0; i <= nb; ++i) e[size_t(i)] = std::exp(logit[size_t(i)] - m);
+        for (int i = 0; i <= nb; ++i) e[size_t(i)] = ex(logit[size_t(i)] - m);
         T den = ord.reduce<T>(Site::softmax_den, nb + 1, [&](int i) { return e[size_t(i)]; });
         std::vector<T> mixed(static_cast<size_t>(D));
         for (int d = 0; d < D; ++d)
@@ -126,7 +131,7 @@ void short_conv(const StepInputs& in, const std::vector<bf16>& proj, std::vector
             for (int t = 0; t < L; ++t) {
                 T acc = seq[size_t(t)] * T(w[0]);  // oldest first, left to right
                 for (int j = 1; j < W; ++j) acc = acc + seq[size_t(t + j)] * T(w[j]);
-                qkv[size_t(r * L + t) * C + ch] = rnd<T>(acc / (T(1) + std::exp(-acc)));
+                qkv[size_t(r * L + t) * C + ch] = rnd<T>(acc / (T(1) + ex(-acc)));
             }
             if (slot > 0) {
                 // new state: W-2 old entries from offset a, then the step's raw inputs
@@ -159,7 +164,7 @@ void recurrence(const StepInputs& in, const ReductionOrder& ord, const std::vect
             std::vector<T> St(size_t(V) * K), qn(static_cast<size_t>(K)), kn(static_cast<size_t>(K)), decay(static_cast<size_t>(K)), u(static_cast<size_t>(V));
             for (int v = 0; v < V; ++v)
                 for (int k = 0; k < K; ++k) St[size_t(v) * K + k] = T(in.ssm_state[size_t(in.ssm_at(init, h, v, k))]);
-            const T A = std::exp(T(in.A_log[size_t(h)]));
+            const T A = ex(T(in.A_log[size_t(h)]));
             for (int t = 0; t < L; ++t) {
                 const size_t s = size_t(r * L + t);
                 const bf16* q = &qkv[s * C + size_t(h) * K];
@@ -173,7 +178,7 @@ void recurrence(const StepInputs& in, const ReductionOrder& ord, const std::vect
                     kn[size_t(k)] = f<T>(kk[k]) / kd;
                     const int e = h * K + k;
                     T gate = lb * sigmoid<T>(A * (f<T>(g1[s * E + size_t(e)]) + T(in.dt_bias[size_t(e)])));
-                    decay[size_t(k)] = std::exp(gate);
+                    decay[size_t(k)] = ex(gate);
                 }
                 for (int v = 0; v < V; ++v)
                     for (int k = 0; k < K; ++k) St[size_t(v) * K + k] = St[size_t(v) * K + k] * decay[size_t(k)];

@@ -42,16 +42,15 @@ TailFixture tail_fixture(int R, int L, uint64_t seed) {
     f.state_indices = in.state_indices, f.num_accepted = in.num_accepted;
     f.qkv = bits(ref.qkv), f.conv_out = bits(ref.conv_state), f.g1 = bits(ref.g1), f.o = bits(ref.o), f.core_out = bits(ref.core_out);
     f.ssm_out = ref.ssm_state;
-    auto exp_once = [](float x) { return float(std::exp(double(x))); };  // kernels/kda_numerics.hpp's exp_f
-    for (int h = 0; h < cfg.H; ++h) {
-        const float A = std::exp(in.A_log[size_t(h)]), A_once = exp_once(in.A_log[size_t(h)]);
+    for (int h = 0; h < cfg.H; ++h) {  // the reference's decays (exp_once) against glibc's expf's
+        const float A_expf = std::exp(in.A_log[size_t(h)]), A = exp_once(in.A_log[size_t(h)]);
         for (int s = 0; s < cfg.S(); ++s)
             for (int k = 0; k < cfg.K; ++k) {
                 const int e = h * cfg.K + k;
                 const bf16 g1 = ref.g1[size_t(s) * size_t(cfg.E()) + size_t(e)];
-                const float z = A_once * (g1.to_float() + in.dt_bias[size_t(e)]);
-                const float once = exp_once(f.lower_bound * (1.f / (1.f + exp_once(-z))));
-                f.decays_libm_differ += tail_decay(A, g1, in.dt_bias[size_t(e)], f.lower_bound) != once;
+                const float z = A_expf * (g1.to_float() + in.dt_bias[size_t(e)]);
+                const float expf_decay = std::exp(f.lower_bound * (1.f / (1.f + std::exp(-z))));
+                f.decays_expf_differ += tail_decay(A, g1, in.dt_bias[size_t(e)], f.lower_bound) != expf_decay;
                 ++f.decays;
             }
     }

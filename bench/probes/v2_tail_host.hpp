@@ -23,10 +23,10 @@ struct TailFixture {
     // what the tail must write: the reference's, in the plan's order
     std::vector<uint16_t> qkv, conv_out, g1, o, core_out;
     std::vector<float> ssm_out;
-    // The step's decays (every request, token, head, key) and how many of them glibc's expf, which the
-    // reference takes, makes other than exp in double rounded once, which the kernel takes (exp_f):
-    // each of those moves its key's state column of its head, ssm_state's only elementwise difference.
-    long decays = 0, decays_libm_differ = 0;
+    // The step's decays (every request, token, head, key) and how many of them glibc's expf makes
+    // other than exp in double rounded once, which the reference and the kernel take (exp_once): each
+    // would move its key's state column of its head in a reference on expf (decision 0023).
+    long decays = 0, decays_expf_differ = 0;
 };
 
 // R × L at the production shape, step metadata as the generator draws it (seed). Exits 1, naming

@@ -11,8 +11,8 @@
 // PUBLISH (the words stored), to the last POLL, REC and NORM done, a REC's time a token, and g's last
 // words stored to the last core_out, once with g among the rest and once with g published 40 µs after
 // entry (after the recurrences, as in the kernel g streams last): what milestone 4 bounds.
-// Each shape also counts the decays where glibc's expf, which the reference takes, is not exp in
-// double rounded once, which the kernel takes: where ssm_state may part from the reference by an ulp.
+// Each shape also counts the decays where glibc's expf is not exp in double rounded once, which the
+// reference and the kernel take: where a reference on glibc's expf would part from both by an ulp.
 // Usage: monokda-v2-tail-probe [LAUNCHES >= 2 | host] [RxL ...] (host: the counts alone, no GPU).
 // Exits 1 on a difference or a wait given up, 77 without an sm_90 GPU, 2 on bad arguments.
 #include "bench/probes/probe_util.hpp"
@@ -175,8 +175,9 @@ bool run_setting(Device& d, const TailFixture& f, int launches, unsigned long lo
 }
 
 void print_decays(const TailFixture& f) {
-    std::printf("    %ld of %ld decays where glibc's expf (the reference's) is not exp in double rounded once (the kernel's)\n",
-                f.decays_libm_differ, f.decays);
+    std::printf("    %ld of %ld decays where glibc's expf is not exp in double rounded once (the reference's and the kernel's,"
+                " docs/decisions/0023-exp-in-double.md)\n",
+                f.decays_expf_differ, f.decays);
 }
 
 // The shape's tail with g among the rest, then g last (published once the recurrences are done, as

@@ -59,7 +59,7 @@ void Machine::attn_gate(int cta, int row) {
         logit[size_t(i)] = dot * r;
     }
     float m = *std::max_element(logit.begin(), logit.end());
-    for (int i = 0; i <= nb; ++i) vals[size_t(i)] = std::exp(logit[size_t(i)] - m);
+    for (int i = 0; i <= nb; ++i) vals[size_t(i)] = exp_once(logit[size_t(i)] - m);
     float den = ord_.reduce<float>(Site::softmax_den, nb + 1, [&](int i) { return vals[size_t(i)]; });
     vals[size_t(nb + 1)] = den;
     store_entry(cta, plan_.wgt(row), vals.data(), hooks_.wgt_tag(cta, row, kernel_epoch_));

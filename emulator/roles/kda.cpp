@@ -53,7 +53,7 @@ void Machine::kda_conv(int cta, int r, int h, int ch) {
         for (int t = 0; t < L; ++t) {
             float acc = seq[size_t(t)] * wc[0];
             for (int j = 1; j < W; ++j) acc = acc + seq[size_t(t + j)] * wc[j];
-            store_data(cta, SP_QKV, r * L + t, chn, bf16::round(acc / (1.0f + std::exp(-acc))));
+            store_data(cta, SP_QKV, r * L + t, chn, bf16::round(acc / (1.0f + exp_once(-acc))));
         }
         if (slot > 0) {
             for (int j = 0; j < W - 2; ++j) {
@@ -95,7 +95,7 @@ void Machine::kda_rec(int cta, int r, int h, int ch) {
     if (init > 0) {
         const float l2eps = float(cfg_.l2_eps), lb = float(cfg_.lower_bound);
         const float kscale = float(std::pow(double(K), -0.5));
-        const float A = std::exp(in.A_log[size_t(h)]);
+        const float A = exp_once(in.A_log[size_t(h)]);
         std::vector<float> St(size_t(rows) * size_t(K)), qn(static_cast<size_t>(K)), kn(static_cast<size_t>(K)),
             decay(static_cast<size_t>(K)), u(static_cast<size_t>(rows)), q(static_cast<size_t>(K)),
             kk(static_cast<size_t>(K));
@@ -114,12 +114,12 @@ void Machine::kda_rec(int cta, int r, int h, int ch) {
             for (int k = 0; k < K; ++k) {
                 qn[size_t(k)] = (q[size_t(k)] / qd) * kscale;
                 kn[size_t(k)] = kk[size_t(k)] / kd;
-                const float gate = lb * sigmoid(A * (g1[size_t(t) * size_t(K) + size_t(k)] + in.dt_bias[size_t(h * K + k)]));
-                decay[size_t(k)] = fast_exp ? std::exp2(gate * 1.44269504f) : std::exp(gate);
+                const float gate = lb * sigmoid_once(A * (g1[size_t(t) * size_t(K) + size_t(k)] + in.dt_bias[size_t(h * K + k)]));
+                decay[size_t(k)] = fast_exp ? std::exp2(gate * 1.44269504f) : exp_once(gate);
             }
             for (int v = 0; v < rows; ++v)
                 for (int k = 0; k < K; ++k) St[size_t(v) * size_t(K) + size_t(k)] = St[size_t(v) * size_t(K) + size_t(k)] * decay[size_t(k)];
-            const float beta = sigmoid(f(read_data(cta, SP_PROJ, s, cfg_.col_beta() + h)));
+            const float beta = sigmoid_once(f(read_data(cta, SP_PROJ, s, cfg_.col_beta() + h)));
             for (int v = 0; v < rows; ++v) {
                 const float* Sv = &St[size_t(v) * size_t(K)];
                 const float kS = ord_.reduce<float>(Site::rec_kS, K, [&](int k) { return Sv[k] * kn[size_t(k)]; });
@@ -174,7 +174,7 @@ void Machine::kda_norm(int cta, int r, int h, int ch) {
             const float g2 = f(read_data(cta, SP_PROJ, s, cfg_.col_g2() + h * V + v0 + v));
             const float ob = c.obar[size_t(t) * size_t(rows) + size_t(v)];
             const size_t at = size_t(s) * size_t(E) + size_t(h * V + v0 + v);
-            out_.core_out[at] = bf16::round(((ob * rr) * f(in.o_norm_w[size_t(v0 + v)])) * sigmoid(g2));
+            out_.core_out[at] = bf16::round(((ob * rr) * f(in.o_norm_w[size_t(v0 + v)])) * sigmoid_once(g2));
             mark("core_out", at, cta);
         }
     }

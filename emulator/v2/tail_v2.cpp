@@ -247,7 +247,7 @@ bool Machine::poll(int p, const V2Instr& in) {
         for (int r = 0; r < t.qkn; ++r) share.push_back(float(word(s, h * c.K + t.qk0 + r)));
         for (int r = 0; r < t.qkn; ++r) share.push_back(float(word(s, E + h * c.K + t.qk0 + r)));
         for (int r = 0; r < t.fan; ++r) share.push_back(float(word(s, c.col_fa() + t.fa0 + r)));
-        ts.beta[size_t(tok)] = tail_sigmoid(bf16::from_bits(word(s, c.col_beta() + h)).to_float());
+        ts.beta[size_t(tok)] = sigmoid_once(bf16::from_bits(word(s, c.col_beta() + h)).to_float());
         for (int r = 0; r < kV2TileRows; ++r) ts.v[size_t(tok) * kV2TileRows + size_t(r)] = bf16::from_bits(word(s, 2 * E + h * c.V + v0 + r));
     }
     tick(p);
@@ -267,7 +267,7 @@ bool Machine::rec(int p, const V2Instr& in) {
     const V2Task& t = plan_.tasks[size_t(in.a)];
     TaskState& ts = tasks_[size_t(in.a)];
     const int L = c.L, K = c.K, F = c.F, E = c.E(), h = t.head, v0 = t.tile * kV2TileRows, r = t.request;
-    const float A = std::exp(x.A_log[size_t(h)]), lb = float(c.lower_bound), l2 = float(c.l2_eps);
+    const float A = exp_once(x.A_log[size_t(h)]), lb = float(c.lower_bound), l2 = float(c.l2_eps);
     std::vector<float> decay(size_t(L) * size_t(K)), qn(static_cast<size_t>(K)), kn(static_cast<size_t>(K));
     for (int tok = 0; tok < L; ++tok) {
         const size_t s = size_t(r * L + tok);

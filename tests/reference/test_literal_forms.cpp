@@ -15,7 +15,9 @@ using namespace monokda::test;
 
 namespace {
 
-float sigmoid(float z) { return 1.0f / (1.0f + std::exp(-z)); }
+// SPEC's exp as the project reads it: exp in double, rounded once (docs/decisions/0023-exp-in-double.md).
+float ex(float z) { return float(std::exp(double(z))); }
+float sigmoid(float z) { return 1.0f / (1.0f + ex(-z)); }
 
 template <class Fn> float seq_sum(int n, Fn term) {
     float acc = term(0);
@@ -58,7 +60,7 @@ TEST_CASE("step A in literal f32: x bit-identical on 1M outputs") {
         }
         float m = logit[0];
         for (float l : logit) m = std::max(m, l);
-        for (int i = 0; i <= nb; ++i) e[size_t(i)] = std::exp(logit[size_t(i)] - m);
+        for (int i = 0; i <= nb; ++i) e[size_t(i)] = ex(logit[size_t(i)] - m);
         const float den = seq_sum(nb + 1, [&](int i) { return e[size_t(i)]; });
         for (int d = 0; d < D; ++d)
             mixed[size_t(d)] = seq_sum(nb + 1, [&](int i) { return e[size_t(i)] * v[size_t(i * D + d)]; }) / den;
@@ -103,9 +105,9 @@ TEST_CASE("step E in literal f32: o and ssm_state bit-identical on 1M outputs") 
                 for (int i = 0; i < K; ++i) {
                     qh[size_t(i)] = (F(q[i]) / qd) * 0.5f;
                     kh[size_t(i)] = F(k[i]) / kd;
-                    const float gate = lb * sigmoid(std::exp(in.A_log[size_t(h)]) *
+                    const float gate = lb * sigmoid(ex(in.A_log[size_t(h)]) *
                                                     (F(g1[size_t(row * E + h * K + i)]) + in.dt_bias[size_t(h * K + i)]));
-                    const float decay = std::exp(gate);
+                    const float decay = ex(gate);
                     for (int j = 0; j < V; ++j) S[size_t(j * K + i)] = S[size_t(j * K + i)] * decay;
                 }
                 const float beta = sigmoid(F(proj[size_t(row * c.N + c.col_beta() + h)]));

@@ -57,7 +57,7 @@ TEST_CASE("core_out is bit-identical to a literal f32 transcription of SPEC F") 
             const float rr = 1.0f / std::sqrt(ms / 4.0f + eps);
             for (int v = 0; v < 4; ++v) {
                 const float g2 = F(proj[size_t(s * c.N + c.col_g2() + h * 4 + v)]);
-                const float want = ((F(ob[v]) * rr) * F(in.o_norm_w[size_t(v)])) * (1.0f / (1.0f + std::exp(-g2)));
+                const float want = ((F(ob[v]) * rr) * F(in.o_norm_w[size_t(v)])) * (1.0f / (1.0f + float(std::exp(double(-g2)))));
                 CHECK(y[size_t(s * c.E() + h * 4 + v)].bits == B(want).bits);
             }
         }
