@@ -1,6 +1,6 @@
 // Kernel v2's tail on the device, as the tail probe runs it (bench/probes/v2_tail_probe.cu;
-// docs/kernel-v2.md "The tail"): 15 clusters of 8, each CTA a reducer warp and the seam team (10
-// warps), each walking its process's program in the plan's flat table (core/plan_v2.hpp, PlanV2View).
+// docs/kernel-v2.md "The tail"): 15 clusters of 8, each CTA a reducer warp and the seam team (1 to 10
+// warps: 10 the tail's own, 2 the spare warps an in_proj CTA has for it), each walking its process's program in the plan's flat table (core/plan_v2.hpp, PlanV2View).
 // The reducer's PUBLISH takes its 8 rows from proj (an input: in the kernel they are the REDUCE's
 // sums) through the conv where they are q, k or v channels (#5, conv_state written) and stores them as
 // tagged words; the team's POLL polls the words its waits name until they carry the launch's tag and
@@ -31,7 +31,7 @@ constexpr int kE = kProductionShape.E(), kN = kProductionShape.N(), kC = kProduc
 constexpr int kT = kV / kV2TileRows, kRows = kV2TileRows;  // tasks a (request, head), state rows a task
 constexpr int kColV = 2 * kE, kColG = 3 * kE, kColFa = 4 * kE, kColBeta = 4 * kE + kF;
 constexpr int kMaxL = probe::v2::kTailMaxL, kMaxWaits = probe::v2::kTailMaxWaits;  // the host holds the plan to both (v2_tail_plan.hpp)
-constexpr int kTeamWarps = 10, kTeam = 32 * kTeamWarps, kThreads = 32 + kTeam;  // warp 0 the reducer
+constexpr int kMaxTeamWarps = 10, kMaxThreads = 32 + 32 * kMaxTeamWarps;  // warp 0 the reducer, then the seam team
 constexpr int kRecThreads = kRows * 8;                                          // 8 lanes a state row
 constexpr unsigned long long kGiveUpNs = 200000000ull;
 static_assert(kK == 128 && kF == 128 && kT == 8, "the trees below are written for 128 terms and 8 tiles");
@@ -52,6 +52,8 @@ struct TailArgs {
     int R, L, pairs, conv_len, conv_ds;
     uint32_t tag;
     unsigned long long g_delay_ns;  // > 0: g's rows published that long after the entry barrier (g last, as it streams last)
+    int team_warps;                 // the seam team's warps, 1 .. kMaxTeamWarps (the launch has 32 + 32 · team_warps threads):
+                                    // 10 here, 2 the in_proj CTA's spare warps
     float eps, l2_eps, lb, k_scale;
 };
 
@@ -90,7 +92,8 @@ struct Cta {
     const TailArgs& a;
     char* sm;
     TailSmem s;
-    int cta, tid;  // tid: the thread's index in its role (the team: 0 .. kTeam − 1)
+    int cta, tid;  // tid: the thread's index in its role (the team: 0 .. team − 1)
+    int team;      // the seam team's threads (TailArgs::team_warps warps)
     __device__ uint64_t* share_bar() const { return reinterpret_cast<uint64_t*>(sm + s.bars); }
     __device__ uint64_t* onrm_bar() const { return share_bar() + a.pairs; }
     __device__ uint16_t* q(int slot, int t) const { return reinterpret_cast<uint16_t*>(sm + s.q) + (slot * a.L + t) * kK; }
@@ -125,17 +128,17 @@ struct Cta {
     // until they carry the launch's tag, into stage [wait][row][token]; wrow[wait] the entry's first row.
     __device__ void stage_words(int gi, int task) const {
         const int w0 = a.plan.wait_begin(gi), nw = a.plan.wait_begin(gi + 1) - w0, per = kV2OwnerRows * a.L;
-        for (int j = tid; j < nw; j += kTeam) {
+        for (int j = tid; j < nw; j += team) {
             const V2Wait& w = a.plan.wait(w0 + j);
             wrow()[j] = w.bar.kind == V2Bar::words ? a.plan.recv(w.bar.index).row0 : -1;
         }
-        for (int it = tid; it < nw * per; it += kTeam) {
+        for (int it = tid; it < nw * per; it += team) {
             const int j = it / per, i = it % per / a.L, t = it % a.L;
             const V2Wait& w = a.plan.wait(w0 + j);
             if (w.bar.kind != V2Bar::words) continue;
             stage()[it] = poll_word(size_t(w.round * a.L + t) * kN + size_t(a.plan.recv(w.bar.index).row0 + i), task, w.bar.index);
         }
-        team_bar(1, kTeam);
+        team_bar(1, team);
     }
     // Row `row` of token t among the staged words (a row no wait names: given up, NaN).
     __device__ uint16_t staged(int gi, int row, int t, int task) const {
@@ -199,23 +202,23 @@ __device__ void Cta::publish(int e, int lane) const {
 // every program (a CTA's tasks run one after another: docs/plan.md, "The tail's steps").
 __device__ void Cta::poll(int task, int gi) const {
     const V2Task t = a.plan.task(task);
-    team_bar(1, kTeam);  // the staging buffer, from the step before's threads
+    team_bar(1, team);  // the staging buffer, from the step before's threads
     const int L = a.L, h = t.head, v0 = t.tile * kRows, sl = t.onrm;
     const int init = a.idx[t.request * L + a.num_acc[t.request] - 1];
     constexpr int kFb = kK * kF / 8, kDtb = kK / 4, kSt = kRows * kK / 4;  // 16-byte pieces
-    for (int i = tid; i < kFb + kDtb + (init > 0 ? kSt : 0); i += kTeam)  // REC's inputs that need no word: in flight while it polls
+    for (int i = tid; i < kFb + kDtb + (init > 0 ? kSt : 0); i += team)  // REC's inputs that need no word: in flight while it polls
         if (i < kFb) copy16_async(sm + s.fb + 16 * i, a.f_b_w + size_t(h) * kK * kF + 8 * i);
         else if (i < kFb + kDtb) copy16_async(sm + s.dtb + 16 * (i - kFb), a.dt_bias + h * kK + 4 * (i - kFb));
         else copy16_async(sm + s.st + 16 * (i - kFb - kDtb), a.ssm_in + ssm_at(init, h, v0) + 4 * (i - kFb - kDtb));
     async_commit();
     stage_words(gi, task);
-    for (int it = tid; it < L * (kRows + 1); it += kTeam) {
+    for (int it = tid; it < L * (kRows + 1); it += team) {
         const int tok = it / (kRows + 1), r = it % (kRows + 1);
         if (r == kRows) beta(sl)[tok] = sigmoid_f(bf(bf16::from_bits(staged(gi, kColBeta + h, tok, task))));
         else v(sl, tok)[r] = staged(gi, kColV + h * kV + v0 + r, tok, task);
     }
     const int per = t.qkn + t.fan / 2;  // stores a token: q and k pairs, f_a pairs
-    for (int it = tid; it < kT * L * per; it += kTeam) {
+    for (int it = tid; it < kT * L * per; it += team) {
         const int m = it / (L * per), tok = it / per % L, u = it % per;
         const V2Task to = a.plan.task(task - t.tile + m);  // the pair: the T tasks around (held by the host)
         int row, col;
@@ -247,11 +250,11 @@ __device__ void Cta::rec(int task, int gi) const {
     const V2Task t = a.plan.task(task);
     const V2Wait w = a.plan.wait(a.plan.wait_begin(gi));
     async_wait<0>();     // this thread's copies of f_b_w and dt_bias
-    team_bar(1, kTeam);  // everyone's, and beta and v from POLL's threads
+    team_bar(1, team);  // everyone's, and beta and v from POLL's threads
     wait_bar(&share_bar()[w.bar.index], uint32_t(w.round & 1), task);
     const int L = a.L, h = t.head, v0 = t.tile * kRows, sl = t.onrm, r = t.request;
     const int half = tid / 16, hl = tid % 16;
-    for (int base = 2 * (tid / 32); base < L * kK; base += 2 * kTeamWarps) {  // g1, into decay's place
+    for (int base = 2 * (tid / 32); base < L * kK; base += 2 * (team / 32)) {  // g1, into decay's place
         const int e = base + half % 2, tok = e / kK, kk = e % kK;
         const uint4 wv = *reinterpret_cast<const uint4*>(sm + s.fb + (kk * kF + 8 * hl) * 2);
         const uint4 fv = *reinterpret_cast<const uint4*>(fa(sl, tok) + 8 * hl);
@@ -265,8 +268,8 @@ __device__ void Cta::rec(int task, int gi) const {
             vec(s.decay, tok)[kk] = bf(bf16::from_bits(g1));
         }
     }
-    if (tid / 32 < L) {  // a warp a token: q̂, k̂
-        const int tok = tid / 32, l = tid % 32;
+    for (int tok = tid / 32; tok < L; tok += team / 32) {  // a warp a token: q̂, k̂
+        const int l = tid % 32;
         float qv[4], kv[4];
         for (int j = 0; j < 4; ++j) qv[j] = bf(bf16::from_bits(q(sl, tok)[4 * l + j])), kv[j] = bf(bf16::from_bits(k(sl, tok)[4 * l + j]));
         float sq = pairwise4(qv[0] * qv[0], qv[1] * qv[1], qv[2] * qv[2], qv[3] * qv[3]);
@@ -275,13 +278,13 @@ __device__ void Cta::rec(int task, int gi) const {
         const float qd = sqrtf(sq + a.l2_eps), kd = sqrtf(sk + a.l2_eps);
         for (int j = 0; j < 4; ++j) vec(s.qn, tok)[4 * l + j] = (qv[j] / qd) * a.k_scale, vec(s.kn, tok)[4 * l + j] = kv[j] / kd;
     }
-    team_bar(1, kTeam);
+    team_bar(1, team);
     const float A = exp_f(a.A_log[h]), *dtb = reinterpret_cast<const float*>(sm + s.dtb);
-    for (int e = tid; e < L * kK; e += kTeam)  // the decay of each key from its g1, every thread (two exps each)
+    for (int e = tid; e < L * kK; e += team)  // the decay of each key from its g1, every thread (two exps each)
         vec(s.decay, 0)[e] = exp_f(a.lb * sigmoid_f(A * (vec(s.decay, 0)[e] + dtb[e % kK])));
-    team_bar(1, kTeam);
-    if (tid < kRecThreads) {
-        const int row = tid / 8, kb = 16 * (tid % 8);
+    team_bar(1, team);
+    for (int rt = tid; rt < kRecThreads; rt += team) {  // whole warps: a team of fewer threads takes the rows in turns
+        const int row = rt / 8, kb = 16 * (rt % 8);
         const int init = a.idx[r * L + a.num_acc[r] - 1];
         if (init > 0) {
             float S[16];
@@ -309,10 +312,10 @@ __device__ void Cta::rec(int task, int gi) const {
             for (int tok = 0; tok < L; ++tok) o(sl, tok)[row] = 0;  // +0: no initial state
         }
     }
-    team_bar(1, kTeam);
-    for (int it = tid; it < L * kRows; it += kTeam)
+    team_bar(1, team);
+    for (int it = tid; it < L * kRows; it += team)
         a.o[size_t(r * L + it / kRows) * kE + h * kV + v0 + it % kRows] = o(sl, it / kRows)[it % kRows];
-    for (int it = tid; it < kT * L; it += kTeam) {  // Σō² of the 16 rows, sequential, to each pair task
+    for (int it = tid; it < kT * L; it += team) {  // Σō² of the 16 rows, sequential, to each pair task
         const int m = it / L, tok = it % L;
         const V2Task to = a.plan.task(task - t.tile + m);
         float sq = bf(bf16::from_bits(o(sl, tok)[0])) * bf(bf16::from_bits(o(sl, tok)[0]));
@@ -325,12 +328,12 @@ __device__ void Cta::rec(int task, int gi) const {
 // NORM: its g rows' words and the pair's Σō² (the tiles' partials in tile order); core_out (#7).
 __device__ void Cta::norm(int task, int gi) const {
     const V2Task t = a.plan.task(task);
-    team_bar(1, kTeam);
+    team_bar(1, team);
     stage_words(gi, task);
     const V2Wait w = a.plan.wait(a.plan.wait_begin(gi + 1) - 1);
     wait_bar(&onrm_bar()[w.bar.index], uint32_t(w.round & 1), task);
     const int L = a.L, h = t.head, v0 = t.tile * kRows, sl = t.onrm;
-    for (int it = tid; it < L * kRows; it += kTeam) {
+    for (int it = tid; it < L * kRows; it += team) {
         const int tok = it / kRows, i = it % kRows;
         float ms = onrm(sl, 0)[tok];
         for (int tile = 1; tile < kT; ++tile) ms = ms + onrm(sl, tile)[tok];
@@ -342,16 +345,16 @@ __device__ void Cta::norm(int task, int gi) const {
 }
 
 // The launch: 120 CTAs in clusters of 8 (CTA = cluster · 8 + rank, the plan's numbering).
-__global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(kThreads, 1) tail_kernel(const __grid_constant__ TailArgs a) {
+__global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(kMaxThreads, 1) tail_kernel(const __grid_constant__ TailArgs a) {
     extern __shared__ __align__(16) char sm[];
     const int cta = int(blockIdx.x), warp = int(threadIdx.x) / 32;
-    const Cta c{a, sm, TailSmem::make(a.pairs, a.L), cta, warp == 0 ? int(threadIdx.x) : int(threadIdx.x) - 32};
+    const Cta c{a, sm, TailSmem::make(a.pairs, a.L), cta, warp == 0 ? int(threadIdx.x) : int(threadIdx.x) - 32, 32 * a.team_warps};
     const int seam = cta * kV2ProcsPerCta + 2 + kV2Consumers, reducer = cta * kV2ProcsPerCta + 1;
     if (threadIdx.x == 0)
         for (int p = 0; p < a.pairs; ++p) mbar_init(&c.share_bar()[p], 1), mbar_init(&c.onrm_bar()[p], 1);
     __syncthreads();
     // INIT's tail part: each of the CTA's tasks (its POLLs) arms its pair's barriers for the pair's sends
-    for (int gi = a.plan.prog_begin(seam) + int(threadIdx.x); gi < a.plan.prog_begin(seam + 1); gi += kThreads) {
+    for (int gi = a.plan.prog_begin(seam) + int(threadIdx.x); gi < a.plan.prog_begin(seam + 1); gi += int(blockDim.x)) {
         const V2Instr in = a.plan.instr(gi);
         if (in.opcode() != V2Op::POLL) continue;
         const V2Task t = a.plan.task(in.a);

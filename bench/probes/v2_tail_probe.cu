@@ -13,7 +13,9 @@
 // entry (after the recurrences, as in the kernel g streams last): what milestone 4 bounds.
 // Each shape also counts the decays where glibc's expf is not exp in double rounded once, which the
 // reference and the kernel take: where a reference on glibc's expf would part from both by an ulp.
-// Usage: monokda-v2-tail-probe [LAUNCHES >= 2 | host] [RxL ...] (host: the counts alone, no GPU).
+// The seam team has 10 warps unless `team=W,...` names others (each a run of every shape): 2 is what
+// an in_proj CTA has to spare for it (its warps 2-3).
+// Usage: monokda-v2-tail-probe [LAUNCHES >= 2 | host] [RxL ...] [team=W,...] (host: the counts alone, no GPU).
 // Exits 1 on a difference or a wait given up, 77 without an sm_90 GPU, 2 on bad arguments.
 #include "bench/probes/probe_util.hpp"
 #include "bench/probes/v2_tail_host.hpp"
@@ -101,7 +103,7 @@ bool launch(Device& d, uint32_t tag, float& ms) {
     d.a.tag = tag;
     check(cudaMemset(d.a.stamps, 0, size_t(120) * kStamps * 8), "stamps");
     cudaLaunchConfig_t cfg{};
-    cfg.gridDim = dim3(120), cfg.blockDim = dim3(kThreads), cfg.dynamicSmemBytes = size_t(d.smem);
+    cfg.gridDim = dim3(120), cfg.blockDim = dim3(32 + 32 * d.a.team_warps), cfg.dynamicSmemBytes = size_t(d.smem);
     cudaLaunchAttribute attr[1];
     attr[0].id = cudaLaunchAttributeCooperative, attr[0].val.cooperative = 1;
     cfg.attrs = attr, cfg.numAttrs = 1;
@@ -182,12 +184,13 @@ void print_decays(const TailFixture& f) {
 
 // The shape's tail with g among the rest, then g last (published once the recurrences are done, as
 // in the kernel g streams after the last head's q, k, v).
-int run_shape(int R, int L, int launches) {
+int run_shape(int R, int L, int launches, int team_warps) {
     const TailFixture f = monokda::probe::v2::tail_fixture(R, L, 7);
     Device d = setup(f);
+    d.a.team_warps = team_warps;
     check(cudaFuncSetAttribute(tail_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, d.smem), "smem attr");
-    std::printf("R %d x L %d (S %d): %d tasks, %d pairs a CTA at most, %d bytes of shared memory; order %s\n", R, L, f.S,
-                int(monokda::read_v2_header(f.words).n_tasks), f.pairs, d.smem, f.order.c_str());
+    std::printf("R %d x L %d (S %d), a team of %d warps: %d tasks, %d pairs a CTA at most, %d bytes of shared memory; order %s\n", R, L,
+                f.S, team_warps, int(monokda::read_v2_header(f.words).n_tasks), f.pairs, d.smem, f.order.c_str());
     print_decays(f);
     uint32_t tag = 1;
     int rc = 0;
@@ -200,19 +203,31 @@ int run_shape(int R, int L, int launches) {
 int main(int argc, char** argv) {
     int launches = 20;
     std::vector<std::pair<int, int>> shapes;
+    std::vector<int> teams;  // the seam team's warps, each a run of every shape
     bool bad = false;
     const bool host = argc > 1 && std::strcmp(argv[1], "host") == 0;  // the fixtures' facts alone, no GPU
     if (argc > 1 && !host) launches = std::atoi(argv[1]), bad |= launches < 2;
     for (int i = 2; i < argc && !bad; ++i) {
-        int R = 0, L = 0;
-        bad |= std::sscanf(argv[i], "%dx%d", &R, &L) != 2 || R < 1 || R > 8 || L < 1 || L > kMaxL;
+        int R = 0, L = 0, n = 0;
+        if (std::strncmp(argv[i], "team=", 5) == 0) {
+            for (const char* p = argv[i] + 5; !bad; p += n + (p[n] == ',')) {
+                int w = 0;
+                bad |= std::sscanf(p, "%d%n", &w, &n) != 1 || w < 1 || w > kMaxTeamWarps || (p[n] != ',' && p[n] != 0);
+                if (!bad) teams.push_back(w);
+                if (bad || p[n] == 0) break;
+            }
+            continue;
+        }
+        bad |= std::sscanf(argv[i], "%dx%d%n", &R, &L, &n) != 2 || argv[i][n] != 0 || R < 1 || R > 8 || L < 1 || L > kMaxL;
         shapes.push_back({R, L});
     }
     if (bad) {
-        std::fprintf(stderr, "monokda-v2-tail-probe: bad arguments (usage: monokda-v2-tail-probe [LAUNCHES >= 2 | host] [RxL ...], R 1..8, L 1..%d)\n", kMaxL);
+        std::fprintf(stderr, "monokda-v2-tail-probe: bad arguments (usage: monokda-v2-tail-probe [LAUNCHES >= 2 | host] [RxL ...] [team=W,...], R 1..8, L 1..%d, W 1..%d)\n",
+                     kMaxL, kMaxTeamWarps);
         return 2;
     }
     if (shapes.empty()) shapes = {{1, 1}, {2, 4}, {4, 4}, {8, 8}};
+    if (teams.empty()) teams = {kMaxTeamWarps};
     if (host) {
         for (auto [R, L] : shapes) std::printf("R %d x L %d:\n", R, L), print_decays(monokda::probe::v2::tail_fixture(R, L, 7));
         return 0;
@@ -225,6 +240,7 @@ int main(int argc, char** argv) {
     }
     std::printf("monokda-v2-tail-probe on %s, %d launches a shape\n", prop.name, launches);
     int rc = 0;
-    for (auto [R, L] : shapes) rc |= run_shape(R, L, launches);
+    for (int w : teams)
+        for (auto [R, L] : shapes) rc |= run_shape(R, L, launches, w);
     return rc;
 }
