@@ -36,8 +36,16 @@ static int inproj_smem_bytes(const Config& c, const PlanV2Params& pp, int slot_b
            kV2UnitTiles * 32 * n_tiles * 4 * 4;
 }
 
-PlanV2Params PlanV2Params::for_config(const Config& c) {
+// The tail's memory on the CTA with the most pairs (the pairs dealt round-robin over the clusters,
+// PlanV2::build), with the alignment of its start.
+static int tail_smem_bound(const Config& c, const PlanV2Params& pp) {
+    const int pairs = (c.R * c.H + pp.clusters - 1) / pp.clusters;
+    return V2TailLayout::make(0, pairs, c.L, c.K, c.F, c.V / kV2TileRows).bytes + 15;
+}
+
+PlanV2Params PlanV2Params::for_config(const Config& c, int tail) {
     PlanV2Params p;
+    p.tail = tail;
     if (c.D == kProductionShape.D) {  // the production shape: the probes' setting
         p.chunk_ksteps = c.S() >= 64 ? 8 : 14;
         p.recv_slots = c.S() >= 64 ? 2 : 4;
@@ -50,9 +58,10 @@ PlanV2Params PlanV2Params::for_config(const Config& c) {
         p.recv_slots = 2;
         p.seam_slice_cols = std::max(kV2KStep, std::min(p.seam_slice_cols, c.D / p.ranks));
     }
-    // the seam where its inputs and buffers fit beside in_proj's ring (S <= 4 at the production shape)
+    // the seam where its inputs and buffers fit beside in_proj's ring and the tail's memory (S <= 4 at
+    // the production shape without the tail; with it, S <= 2 and 4 × 1)
     const int ring = inproj_smem_bytes(c, p, p.chunk_ksteps * kV2UnitTiles * kV2TileBytes, p.ring_depth);
-    p.seam = ring + PlanV2::seam_smem_bytes(c, p) <= kV2SmemBytes;
+    p.seam = ring + PlanV2::seam_smem_bytes(c, p) + (tail ? tail_smem_bound(c, p) : 0) <= kV2SmemBytes;
     return p;
 }
 
@@ -328,7 +337,16 @@ void PlanV2::write_programs() {
 
 int PlanV2::smem_bytes(int k) const {
     const V2Ring& r = rings[size_t(k)];
-    return inproj_smem_bytes(cfg_, params_, r.slot_bytes, r.depth) + (has_seam() ? seam_smem_bytes(cfg_, params_) : 0);
+    const int rest = inproj_smem_bytes(cfg_, params_, r.slot_bytes, r.depth) + (has_seam() ? seam_smem_bytes(cfg_, params_) : 0);
+    const int pairs = tail_pairs(k);
+    return pairs == 0 ? rest : V2TailLayout::make(rest, pairs, cfg_.L, cfg_.K, cfg_.F, tail_tiles()).bytes;
+}
+
+int PlanV2::tail_pairs(int k) const {
+    int pairs = 0;
+    for (const V2Task& t : tasks)
+        if (cta(t.cluster, t.rank) == k) pairs = std::max(pairs, t.onrm + 1);
+    return pairs;
 }
 
 int PlanV2::seam_smem_bytes(const Config& c, const PlanV2Params& pp) {

@@ -47,7 +47,8 @@ struct PlanV2Params {
     // The production shape's setting the probes measured (docs/results/2026-12-02-h200-v2-derisk.md:
     // 28 KB chunks x 3, 4 receive slots; at S >= 64 16 KB chunks, 2 slots); the small shape's keeps every
     // mechanism in play at 16 CTAs (a slot of the ring and of the receive buffers reused, a short unit).
-    static PlanV2Params for_config(const Config& c);
+    // The seam goes on where in_proj's, the seam's and (with `tail`) the tail's memory fit together.
+    static PlanV2Params for_config(const Config& c, int tail = 0);
     // BadInput naming the field ("plan v2: ...") where the plan cannot be built for c.
     void validate(const Config& c) const;
 };
@@ -168,6 +169,42 @@ struct V2Task {
 MONOKDA_HD constexpr int v2_share_bytes(const V2Task& t, int L) { return (2 * t.qkn + t.fan) * L * 2; }
 MONOKDA_HD constexpr int v2_onrm_bytes(int L) { return L * 4; }
 
+// The words a POLL or NORM stages at most (its words waits: entries of 8 rows of L tokens).
+constexpr int kV2TailStageWaits = 32;
+
+// A CTA's tail shared memory from `base` (16-byte aligned offsets), for `pairs` pair slots of L
+// tokens: each slot's share and Σō² barriers, the pair's shares (q, k [L][K], f_a [L][F], bf16), the
+// task's beta [L] (f32), its v and o rows [L][16] (bf16), the pair's Σō² partials [tile][L] (f32);
+// then, one a CTA, what a step works on: the first row of each words wait and the staged words
+// [wait][8 rows][L] (bf16), REC's decay, q̂ and k̂ [L][K] (f32), and what POLL copies in for REC while
+// it polls (none of it waits for a word): the head's f_b_w block [K][F] (bf16), dt_bias [K] and the
+// task's initial state rows [16][K] (f32). The one layout the plan's fit and the kernel's offsets are.
+struct V2TailLayout {
+    int32_t bars, q, k, fa, beta, v, o, onrm, wrow, stage, decay, qn, kn, fb, dtb, st, bytes;
+    MONOKDA_HD static V2TailLayout make(int base, int pairs, int L, int K, int F, int tiles) {
+        auto at = [](int off) { return (off + 15) / 16 * 16; };
+        V2TailLayout l{};
+        l.bars = at(base);  // [pairs] share barriers, then [pairs] Σō² barriers (8 bytes each)
+        l.q = at(l.bars + 2 * pairs * 8);
+        l.k = l.q + pairs * L * K * 2;
+        l.fa = l.k + pairs * L * K * 2;
+        l.beta = at(l.fa + pairs * L * F * 2);
+        l.v = at(l.beta + pairs * L * 4);
+        l.o = at(l.v + pairs * L * kV2TileRows * 2);
+        l.onrm = at(l.o + pairs * L * kV2TileRows * 2);
+        l.wrow = at(l.onrm + pairs * tiles * L * 4);
+        l.stage = at(l.wrow + kV2TailStageWaits * 4);
+        l.decay = at(l.stage + kV2TailStageWaits * kV2OwnerRows * L * 2);
+        l.qn = l.decay + L * K * 4;
+        l.kn = l.qn + L * K * 4;
+        l.fb = l.kn + L * K * 4;
+        l.dtb = l.fb + K * F * 2;
+        l.st = l.dtb + K * 4;
+        l.bytes = l.st + kV2TileRows * K * 4;
+        return l;
+    }
+};
+
 enum class V2Role : int32_t { producer = 0, reducer = 1, consumer = 2, seam = 3 };
 const char* to_string(V2Role r);
 
@@ -234,8 +271,11 @@ public:
     int slice_ksteps() const { return slice_cols() / kV2KStep; }
     int n_tiles() const { return (cfg_.S() + kV2NTileCols - 1) / kV2NTileCols; }  // S padded to n-tiles
     int partial_bytes() const { return kV2OwnerRows * n_tiles() * kV2NTileCols * 4; }  // fp32
-    // shared memory a CTA uses: ring, x slice (16-byte padded rows), receive slots, the pair buffer, the seam's
+    // shared memory a CTA uses: ring, x slice (16-byte padded rows), receive slots, the pair buffer, the
+    // seam's, the tail's (V2TailLayout after the rest)
     int smem_bytes(int cta) const;
+    // the tail's pair slots on CTA k (one past the highest onrm of its tasks; 0 without tasks)
+    int tail_pairs(int cta) const;
     // the seam's (V2SeamLayout from offset 0, and the alignment of its start)
     static int seam_smem_bytes(const Config& c, const PlanV2Params& pp);
     bool has_seam() const { return params_.seam != 0; }

@@ -30,7 +30,7 @@ constexpr int kK = kProductionShape.K, kV = kProductionShape.V, kF = kProduction
 constexpr int kE = kProductionShape.E(), kN = kProductionShape.N(), kC = kProductionShape.C(), kW = kProductionShape.W;
 constexpr int kT = kV / kV2TileRows, kRows = kV2TileRows;  // tasks a (request, head), state rows a task
 constexpr int kColV = 2 * kE, kColG = 3 * kE, kColFa = 4 * kE, kColBeta = 4 * kE + kF;
-constexpr int kMaxL = probe::v2::kTailMaxL, kMaxWaits = probe::v2::kTailMaxWaits;  // the host holds the plan to both (v2_tail_plan.hpp)
+constexpr int kMaxL = probe::v2::kTailMaxL;  // the host holds the plan to it (v2_tail_plan.hpp)
 constexpr int kMaxTeamWarps = 10, kMaxThreads = 32 + 32 * kMaxTeamWarps;  // warp 0 the reducer, then the seam team
 constexpr int kRecThreads = kRows * 8;                                          // 8 lanes a state row
 constexpr unsigned long long kGiveUpNs = 200000000ull;
@@ -57,41 +57,10 @@ struct TailArgs {
     float eps, l2_eps, lb, k_scale;
 };
 
-// A CTA's shared memory (bytes from the start, 16-aligned): per pair slot (onrm) its barriers, the
-// pair's shares (q, k, f_a rows [L][128] bf16), the task's beta [L], v and o rows [L][16], the
-// pair's Σō² [tile][L]; then the words a step's waits stage, the REC's per-token vectors, and the
-// head's f_b_w block, dt_bias and the task's initial state rows, copied in while POLL waits for its
-// words.
-struct TailSmem {
-    int bars, q, k, fa, beta, v, o, onrm, wrow, stage, decay, qn, kn, fb, dtb, st, bytes;
-    __host__ __device__ static TailSmem make(int pairs, int L) {
-        auto at = [](int off) { return (off + 15) / 16 * 16; };
-        TailSmem s{};
-        s.bars = 0;
-        s.q = at(2 * pairs * 8);
-        s.k = s.q + pairs * L * kK * 2;
-        s.fa = s.k + pairs * L * kK * 2;
-        s.beta = at(s.fa + pairs * L * kF * 2);
-        s.v = at(s.beta + pairs * L * 4);
-        s.o = at(s.v + pairs * L * kRows * 2);
-        s.onrm = at(s.o + pairs * L * kRows * 2);
-        s.wrow = at(s.onrm + pairs * kT * L * 4);
-        s.stage = at(s.wrow + kMaxWaits * 4);
-        s.decay = at(s.stage + kMaxWaits * kV2OwnerRows * L * 2);
-        s.qn = s.decay + L * kK * 4;
-        s.kn = s.qn + L * kK * 4;
-        s.fb = s.kn + L * kK * 4;  // the task's head's block of f_b_w [K][F] and dt_bias [K], staged by POLL
-        s.dtb = s.fb + kK * kF * 2;
-        s.st = s.dtb + kK * 4;  // the task's 16 initial state rows [row][K] f32, staged by POLL too
-        s.bytes = s.st + kRows * kK * 4;
-        return s;
-    }
-};
-
 struct Cta {
     const TailArgs& a;
     char* sm;
-    TailSmem s;
+    V2TailLayout s;  // the plan's layout of the tail's shared memory (core/plan_v2.hpp), from 0: the tail alone
     int cta, tid;  // tid: the thread's index in its role (the team: 0 .. team − 1)
     int team;      // the seam team's threads (TailArgs::team_warps warps)
     __device__ uint64_t* share_bar() const { return reinterpret_cast<uint64_t*>(sm + s.bars); }
@@ -348,7 +317,7 @@ __device__ void Cta::norm(int task, int gi) const {
 __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(kMaxThreads, 1) tail_kernel(const __grid_constant__ TailArgs a) {
     extern __shared__ __align__(16) char sm[];
     const int cta = int(blockIdx.x), warp = int(threadIdx.x) / 32;
-    const Cta c{a, sm, TailSmem::make(a.pairs, a.L), cta, warp == 0 ? int(threadIdx.x) : int(threadIdx.x) - 32, 32 * a.team_warps};
+    const Cta c{a, sm, V2TailLayout::make(0, a.pairs, a.L, kK, kF, kT), cta, warp == 0 ? int(threadIdx.x) : int(threadIdx.x) - 32, 32 * a.team_warps};
     const int seam = cta * kV2ProcsPerCta + 2 + kV2Consumers, reducer = cta * kV2ProcsPerCta + 1;
     if (threadIdx.x == 0)
         for (int p = 0; p < a.pairs; ++p) mbar_init(&c.share_bar()[p], 1), mbar_init(&c.onrm_bar()[p], 1);

@@ -94,7 +94,7 @@ Device setup(const TailFixture& f) {
     a.error = upload(std::vector<uint32_t>(4, 0u));
     a.R = f.R, a.L = f.L, a.pairs = f.pairs, a.conv_len = f.conv_len, a.conv_ds = f.conv_ds ? 1 : 0;
     a.eps = f.eps, a.l2_eps = f.l2_eps, a.lb = f.lower_bound, a.k_scale = f.k_scale;
-    d.smem = TailSmem::make(f.pairs, f.L).bytes;
+    d.smem = monokda::V2TailLayout::make(0, f.pairs, f.L, kK, kF, kT).bytes;
     return d;
 }
 

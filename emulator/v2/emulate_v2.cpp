@@ -119,8 +119,7 @@ V2Prepared prepare_v2(const V2EmulateOptions& o, const StepInputs& in) {
         require_plan_shape(o.plan->config(), in.cfg);
         p.plan = *o.plan;
     } else {
-        PlanV2Params pp = PlanV2Params::for_config(in.cfg);
-        pp.tail = o.tail ? 1 : 0;
+        const PlanV2Params pp = PlanV2Params::for_config(in.cfg, o.tail ? 1 : 0);
         p.plan = PlanV2::build(in.cfg, pp);
     }
     const auto t0 = std::chrono::steady_clock::now();

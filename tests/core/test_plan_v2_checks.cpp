@@ -167,8 +167,7 @@ void move_task(PlanV2& p, int i, int cluster, int rank, int after = -1) {
 TEST_CASE("a tail plan's tasks: one moved, doubled or sharing a barrier, each named by tail_tasks alone") {
     Config c = Config::preset("small");
     c.R = 2, c.L = 4, c.slots = c.S() + 1;
-    PlanV2Params pp = PlanV2Params::for_config(c);
-    pp.tail = 1;
+    PlanV2Params pp = PlanV2Params::for_config(c, 1);
     const PlanV2 base = PlanV2::build(c, pp);
     REQUIRE(base.problems().empty());
     const std::vector<Plant> edits = {
@@ -208,8 +207,7 @@ std::pair<int, size_t> tail_step(const PlanV2& p, int i, V2Op op) {
 TEST_CASE("a tail plan's steps: one dropped, reordered, misplaced or out of order across ranks, each named by tail_programs alone") {
     Config c = Config::preset("k3");
     c.R = 2, c.L = 1, c.slots = c.S() + 1;  // cluster 0 holds pairs 0 and 15
-    PlanV2Params pp = PlanV2Params::for_config(c);
-    pp.tail = 1;
+    PlanV2Params pp = PlanV2Params::for_config(c, 1);
     const PlanV2 base = PlanV2::build(c, pp);
     REQUIRE(base.problems().empty());
     const std::vector<Plant> edits = {

@@ -16,8 +16,7 @@ namespace {
 PlanV2 plan_for(const char* preset, int R, int L, int tail = 0) {
     Config c = Config::preset(preset);
     c.R = R, c.L = L, c.slots = c.S() + 1;
-    PlanV2Params pp = PlanV2Params::for_config(c);
-    pp.tail = tail;
+    const PlanV2Params pp = PlanV2Params::for_config(c, tail);
     return PlanV2::build(c, pp);
 }
 
@@ -91,8 +90,7 @@ TEST_CASE("the flat table: the header's counts, words where worked out by hand, 
 TEST_CASE("the tail in the flat table: the tasks after the seam's sends, each as worked out by hand, its steps' waits with them") {
     Config c = Config::preset("small");
     c.R = 2, c.L = 4, c.slots = c.S() + 1;
-    PlanV2Params pp = PlanV2Params::for_config(c);
-    pp.tail = 1;
+    PlanV2Params pp = PlanV2Params::for_config(c, 1);
     const PlanV2 p = PlanV2::build(c, pp);
     std::vector<int32_t> w = p.serialize();
     const PlanV2Header h = read_v2_header(w);

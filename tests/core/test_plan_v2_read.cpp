@@ -39,8 +39,7 @@ const json& small_json() {
 // the small plan with the tail, as its file
 const json& tail_json() {
     static const json j = [] {
-        PlanV2Params pp = PlanV2Params::for_config(small_plan().config());
-        pp.tail = 1;
+        PlanV2Params pp = PlanV2Params::for_config(small_plan().config(), 1);
         return json::parse(PlanV2::build(small_plan().config(), pp).to_json());
     }();
     return j;
@@ -81,8 +80,7 @@ TEST_CASE("a written plan reads back: its flat table word for word, its file the
     PlanV2Params off = PlanV2Params::for_config(small_plan().config());
     off.seam = 0;
     check_round_trip(PlanV2::build(small_plan().config(), off));
-    PlanV2Params tail = PlanV2Params::for_config(small_plan().config());
-    tail.tail = 1;  // the tail's tasks too
+    const PlanV2Params tail = PlanV2Params::for_config(small_plan().config(), 1);  // the tail's tasks too
     const PlanV2 t = PlanV2::build(small_plan().config(), tail);
     check_round_trip(t);
     CHECK(PlanV2::from_json(t.to_json()).tasks.size() == 8);
@@ -102,8 +100,7 @@ TEST_CASE("a tail step in a file without the tail is refused, naming it") {
 
 TEST_CASE("a tail plan's file: a task's value out of range is refused, naming it") {
     Config c = small_plan().config();
-    PlanV2Params pp = PlanV2Params::for_config(c);
-    pp.tail = 1;
+    PlanV2Params pp = PlanV2Params::for_config(c, 1);
     json j = json::parse(PlanV2::build(c, pp).to_json());
     j["tail"]["tasks"][3]["rank"] = 99;
     CHECK(bad_input_message([&] { PlanV2::from_json(j.dump()); }).find("tail.tasks[3].rank: must be in 0..7 (got 99)") != std::string::npos);
