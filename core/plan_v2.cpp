@@ -59,7 +59,7 @@ PlanV2Params PlanV2Params::for_config(const Config& c, int tail) {
         p.seam_slice_cols = std::max(kV2KStep, std::min(p.seam_slice_cols, c.D / p.ranks));
     }
     // the seam where its inputs and buffers fit beside in_proj's ring and the tail's memory (S <= 4 at
-    // the production shape without the tail; with it, S <= 2 and 4 × 1)
+    // the production shape, with the tail or without)
     const int ring = inproj_smem_bytes(c, p, p.chunk_ksteps * kV2UnitTiles * kV2TileBytes, p.ring_depth);
     p.seam = ring + PlanV2::seam_smem_bytes(c, p) + (tail ? tail_smem_bound(c, p) : 0) <= kV2SmemBytes;
     return p;

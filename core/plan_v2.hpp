@@ -177,10 +177,10 @@ constexpr int kV2TailStageWaits = 32;
 // task's beta [L] (f32), its v and o rows [L][16] (bf16), the pair's Σō² partials [tile][L] (f32);
 // then, one a CTA, what a step works on: the first row of each words wait and the staged words
 // [wait][8 rows][L] (bf16), REC's decay, q̂ and k̂ [L][K] (f32), and what POLL copies in for REC while
-// it polls (none of it waits for a word): the head's f_b_w block [K][F] (bf16), dt_bias [K] and the
-// task's initial state rows [16][K] (f32). The one layout the plan's fit and the kernel's offsets are.
+// it polls (neither waits for a word): the head's f_b_w block [K][F] (bf16) and dt_bias [K] (f32).
+// The one layout the plan's fit and the kernel's offsets are.
 struct V2TailLayout {
-    int32_t bars, q, k, fa, beta, v, o, onrm, wrow, stage, decay, qn, kn, fb, dtb, st, bytes;
+    int32_t bars, q, k, fa, beta, v, o, onrm, wrow, stage, decay, qn, kn, fb, dtb, bytes;
     MONOKDA_HD static V2TailLayout make(int base, int pairs, int L, int K, int F, int tiles) {
         auto at = [](int off) { return (off + 15) / 16 * 16; };
         V2TailLayout l{};
@@ -199,8 +199,7 @@ struct V2TailLayout {
         l.kn = l.qn + L * K * 4;
         l.fb = l.kn + L * K * 4;
         l.dtb = l.fb + K * F * 2;
-        l.st = l.dtb + K * 4;
-        l.bytes = l.st + kV2TileRows * K * 4;
+        l.bytes = l.dtb + K * 4;
         return l;
     }
 };

@@ -166,19 +166,15 @@ __device__ void Cta::publish(int e, int lane) const {
 
 // POLL: the words of the task's share, beta and its v rows; beta and v kept; the share (q, k and
 // f_a rows, two bf16 a store) st.async into every pair task's slot, counted on its share barrier.
-// The head's f_b_w block, dt_bias and the task's initial state rows are copied in meanwhile for REC
-// (none of them waits for a word), which follows its POLL in
+// The head's f_b_w block and dt_bias are copied in meanwhile for REC, which follows its POLL in
 // every program (a CTA's tasks run one after another: docs/plan.md, "The tail's steps").
 __device__ void Cta::poll(int task, int gi) const {
     const V2Task t = a.plan.task(task);
     team_bar(1, team);  // the staging buffer, from the step before's threads
     const int L = a.L, h = t.head, v0 = t.tile * kRows, sl = t.onrm;
-    const int init = a.idx[t.request * L + a.num_acc[t.request] - 1];
-    constexpr int kFb = kK * kF / 8, kDtb = kK / 4, kSt = kRows * kK / 4;  // 16-byte pieces
-    for (int i = tid; i < kFb + kDtb + (init > 0 ? kSt : 0); i += team)  // REC's inputs that need no word: in flight while it polls
-        if (i < kFb) copy16_async(sm + s.fb + 16 * i, a.f_b_w + size_t(h) * kK * kF + 8 * i);
-        else if (i < kFb + kDtb) copy16_async(sm + s.dtb + 16 * (i - kFb), a.dt_bias + h * kK + 4 * (i - kFb));
-        else copy16_async(sm + s.st + 16 * (i - kFb - kDtb), a.ssm_in + ssm_at(init, h, v0) + 4 * (i - kFb - kDtb));
+    for (int i = tid; i < kK * kF / 8 + kK / 4; i += team)  // REC's inputs that need no word: in flight while it polls
+        if (i < kK * kF / 8) copy16_async(sm + s.fb + 16 * i, a.f_b_w + size_t(h) * kK * kF + 8 * i);
+        else copy16_async(sm + s.dtb + 16 * (i - kK * kF / 8), a.dt_bias + h * kK + 4 * (i - kK * kF / 8));
     async_commit();
     stage_words(gi, task);
     for (int it = tid; it < L * (kRows + 1); it += team) {
@@ -257,7 +253,7 @@ __device__ void Cta::rec(int task, int gi) const {
         const int init = a.idx[r * L + a.num_acc[r] - 1];
         if (init > 0) {
             float S[16];
-            const float4* from = reinterpret_cast<const float4*>(sm + s.st) + (row * kK + kb) / 4;
+            const float4* from = reinterpret_cast<const float4*>(a.ssm_in + ssm_at(init, h, v0 + row) + kb);
             for (int j = 0; j < 4; ++j) {
                 const float4 f = from[j];
                 S[4 * j] = f.x, S[4 * j + 1] = f.y, S[4 * j + 2] = f.z, S[4 * j + 3] = f.w;
