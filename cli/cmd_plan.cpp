@@ -68,14 +68,9 @@ int plan_v2(const po::variables_map& vm, const Config& c, const std::string& out
         if (vm.count(k) && !vm[k].defaulted()) bad_input(std::string("--") + k + " is kernel v1's plan; --kernel v2 takes --config, --R, --L, --tail");
     const PlanV2Params pp = PlanV2Params::for_config(c, vm.count("tail") ? 1 : 0);
     const PlanV2 p = PlanV2::build(c, pp);
-    if (const auto probs = p.problems(); !probs.empty()) {
-        // a shape whose memory does not fit one launch is the request's limit, not a fault of the builder
-        for (const auto& pr : probs)
-            if (pr.check == "smem_fits")
-                bad_input("plan v2: R " + std::to_string(c.R) + " x L " + std::to_string(c.L) + (p.has_tail() ? " with the tail" : "") +
-                          " does not fit one launch: " + pr.what + " (docs/kernel-v2.md, \"One launch's shared memory\")");
+    p.require_fits();
+    if (const auto probs = p.problems(); !probs.empty())
         throw std::logic_error("plan v2: the built plan fails its check " + probs[0].check + ": " + probs[0].what);
-    }
     write_file_atomic(out, p.to_json());
     std::cout << "wrote " << out << ": kernel v2 in_proj, " << p.params().clusters << " clusters of " << p.params().ranks << " ("
               << p.ctas() << " CTAs), " << p.units.size() << " units, " << p.params().ring_depth << "-slot rings of "

@@ -2,7 +2,7 @@
 // double, rounded once to f32. That is the correctly rounded f32 exp except where the double lies
 // within its own error of an f32 midpoint (about one argument in 2^28), and it is the same on every
 // libm that rounds its double exp within an ulp. glibc's expf is not: it misrounds about one
-// argument in a thousand, and which ones depends on the variant it picks for the CPU
+// argument in a thousand, and which ones may differ between the variants it picks for a CPU
 // (docs/decisions/0023-exp-in-double.md).
 #pragma once
 #include <math.h>

@@ -36,10 +36,23 @@ static int inproj_smem_bytes(const Config& c, const PlanV2Params& pp, int slot_b
            kV2UnitTiles * 32 * n_tiles * 4 * 4;
 }
 
-// The tail's memory on the CTA with the most pairs (the pairs dealt round-robin over the clusters,
-// PlanV2::build), with the alignment of its start.
+// (request, head) pair q = r·H + h on cluster q mod clusters (at R = 1, head h on cluster h, so that
+// the heads' rows, dealt round-robin, are a cluster each), its tile t on rank t; onrm = q / clusters.
+// Tile t of T polls the t-th of T near-equal parts of the head's q and k rows and of f_a.
+static std::vector<V2Task> tail_tasks(const Config& c, const PlanV2Params& pp) {
+    std::vector<V2Task> tasks;
+    const int C = pp.clusters, T = c.V / kV2TileRows, K = c.K, F = c.F;
+    for (int q = 0; q < c.R * c.H; ++q)
+        for (int t = 0; t < T; ++t)
+            tasks.push_back({q / c.H, q % c.H, t, q % C, t, q / C, K * t / T, K * (t + 1) / T - K * t / T, F * t / T,
+                             F * (t + 1) / T - F * t / T});
+    return tasks;
+}
+
+// The tail's memory on the CTA with the most pair slots, with the alignment of its start.
 static int tail_smem_bound(const Config& c, const PlanV2Params& pp) {
-    const int pairs = (c.R * c.H + pp.clusters - 1) / pp.clusters;
+    int pairs = 0;
+    for (const V2Task& t : tail_tasks(c, pp)) pairs = std::max(pairs, t.onrm + 1);
     return V2TailLayout::make(0, pairs, c.L, c.K, c.F, c.V / kV2TileRows).bytes + 15;
 }
 
@@ -219,17 +232,9 @@ void PlanV2::lay_seam() {
     seam_send_begin.push_back(int32_t(seam_sends.size()));
 }
 
-// (request, head) pair q = r·H + h on cluster q mod clusters (at R = 1, head h on cluster h, so that
-// the heads' rows, dealt round-robin, are a cluster each), its tile t on rank t; onrm = q / clusters.
-// Tile t of T polls the t-th of T near-equal parts of the head's q and k rows and of f_a.
 void PlanV2::lay_tail() {
     tasks.clear();
-    if (!params_.tail) return;
-    const int C = params_.clusters, T = tail_tiles(), K = cfg_.K, F = cfg_.F;
-    for (int q = 0; q < cfg_.R * cfg_.H; ++q)
-        for (int t = 0; t < T; ++t)
-            tasks.push_back({q / cfg_.H, q % cfg_.H, t, q % C, t, q / C, K * t / T, K * (t + 1) / T - K * t / T, F * t / T,
-                             F * (t + 1) / T - F * t / T});
+    if (params_.tail) tasks = tail_tasks(cfg_, params_);  // the placement above
 }
 
 std::vector<int> PlanV2::tail_pair(int i) const {
@@ -345,8 +350,16 @@ int PlanV2::smem_bytes(int k) const {
 int PlanV2::tail_pairs(int k) const {
     int pairs = 0;
     for (const V2Task& t : tasks)
-        if (cta(t.cluster, t.rank) == k) pairs = std::max(pairs, t.onrm + 1);
+        if (k < 0 || cta(t.cluster, t.rank) == k) pairs = std::max(pairs, t.onrm + 1);
     return pairs;
+}
+
+void PlanV2::require_fits() const {
+    for (int k = 0; k < ctas(); ++k)
+        if (smem_bytes(k) > kV2SmemBytes)
+            bad_input("plan v2: R " + std::to_string(cfg_.R) + " x L " + std::to_string(cfg_.L) + (has_tail() ? " with the tail" : "") +
+                      " does not fit one launch: CTA " + std::to_string(k) + " needs " + std::to_string(smem_bytes(k)) +
+                      " bytes of shared memory, over " + std::to_string(kV2SmemBytes) + " (docs/kernel-v2.md, \"One launch's shared memory\")");
 }
 
 int PlanV2::seam_smem_bytes(const Config& c, const PlanV2Params& pp) {

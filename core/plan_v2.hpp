@@ -273,8 +273,12 @@ public:
     // shared memory a CTA uses: ring, x slice (16-byte padded rows), receive slots, the pair buffer, the
     // seam's, the tail's (V2TailLayout after the rest)
     int smem_bytes(int cta) const;
-    // the tail's pair slots on CTA k (one past the highest onrm of its tasks; 0 without tasks)
+    // the tail's pair slots on CTA k (one past the highest onrm of its tasks; 0 without tasks), or
+    // with k < 0 on the CTA with the most
     int tail_pairs(int cta) const;
+    // BadInput naming the first CTA whose shared memory does not fit one launch (a request's limit:
+    // a plan asked for by shape, not a fault of the builder, which smem_fits reports)
+    void require_fits() const;
     // the seam's (V2SeamLayout from offset 0, and the alignment of its start)
     static int seam_smem_bytes(const Config& c, const PlanV2Params& pp);
     bool has_seam() const { return params_.seam != 0; }

@@ -1,6 +1,7 @@
 // Kernel v2's tail on the device, as the tail probe runs it (bench/probes/v2_tail_probe.cu;
 // docs/kernel-v2.md "The tail"): 15 clusters of 8, each CTA a reducer warp and the seam team (1 to 10
-// warps: 10 the tail's own, 2 the spare warps an in_proj CTA has for it), each walking its process's program in the plan's flat table (core/plan_v2.hpp, PlanV2View).
+// warps: 10 the tail's own, 2 the spare warps an in_proj CTA has for it), each walking its process's
+// program in the plan's flat table (core/plan_v2.hpp, PlanV2View).
 // The reducer's PUBLISH takes its 8 rows from proj (an input: in the kernel they are the REDUCE's
 // sums) through the conv where they are q, k or v channels (#5, conv_state written) and stores them as
 // tagged words; the team's POLL polls the words its waits name until they carry the launch's tag and

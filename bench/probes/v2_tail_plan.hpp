@@ -6,7 +6,6 @@
 // its staging. And where the in_proj probe's tailhop mode places the tasks, held to the plan's.
 // Header-only, so a CPU test holds the builder's plans to both (tests/bench/test_v2_tail_plan.cpp).
 #pragma once
-#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -33,9 +32,7 @@ inline std::vector<std::string> tail_kernel_problems(const PlanV2& p) {
     if (!need(p.has_tail() && !p.has_seam() && p.ctas() == 120 && p.params().ranks == 8, "not the tail on 15 clusters of 8 without the seam"))
         return out;
     if (!need(c.L <= kTailMaxL && c.K == 128 && c.V == 128 && c.F == 128 && p.tail_tiles() == 8, "not the shape the kernel is compiled for")) return out;
-    int pairs = 0;
-    for (int k = 0; k < p.ctas(); ++k) pairs = std::max(pairs, p.tail_pairs(k));
-    need(V2TailLayout::make(0, pairs, c.L, c.K, c.F, p.tail_tiles()).bytes <= kV2SmemBytes, "the tail's own shared memory does not fit");
+    need(V2TailLayout::make(0, p.tail_pairs(-1), c.L, c.K, c.F, p.tail_tiles()).bytes <= kV2SmemBytes, "the tail's own shared memory does not fit");
     const int T = p.tail_tiles();
     for (size_t i = 0; i < p.tasks.size(); ++i) {
         const V2Task& t = p.tasks[i];

@@ -121,6 +121,7 @@ V2Prepared prepare_v2(const V2EmulateOptions& o, const StepInputs& in) {
     } else {
         const PlanV2Params pp = PlanV2Params::for_config(in.cfg, o.tail ? 1 : 0);
         p.plan = PlanV2::build(in.cfg, pp);
+        p.plan.require_fits();  // a shape one launch cannot hold is refused, as plan --kernel v2 refuses it
     }
     const auto t0 = std::chrono::steady_clock::now();
     std::vector<bf16> prefix_out, blocks;
