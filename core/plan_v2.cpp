@@ -20,7 +20,7 @@ const char* to_string(V2Role r) {
 }
 const char* to_string(V2Op op) {
     static const char* names[] = {"?",     "INIT", "COPY", "SYNC",    "TAKE", "FREE", "PAIR", "SEND", "REDUCE", "RELEASE", "INPUT",
-                                  "LOAD",  "PART", "GATE", "MIX",     "X",    "XWAIT", "PUBLISH", "POLL", "REC", "NORM"};
+                                  "LOAD",  "PART", "GATE", "MIX",     "X",    "XWAIT", "PUBLISH", "POLL", "DECAY", "REC", "NORM"};
     const int k = int(op);
     return k >= 1 && k <= int(V2Op::NORM) ? names[k] : "?";
 }
@@ -335,7 +335,7 @@ void PlanV2::write_programs() {
             if (cta(tasks[i].cluster, tasks[i].rank) == k) mine.push_back(int(i));
         std::stable_sort(mine.begin(), mine.end(), [&](int a, int b) { return tasks[size_t(a)].onrm < tasks[size_t(b)].onrm; });
         for (int i : mine)
-            for (V2Op op : {V2Op::POLL, V2Op::REC, V2Op::NORM}) seam.push_back({int32_t(op), i});
+            for (V2Op op : {V2Op::POLL, V2Op::DECAY, V2Op::REC, V2Op::NORM}) seam.push_back({int32_t(op), i});
         seam.push_back(exit);
     }
 }
@@ -435,7 +435,8 @@ std::vector<V2Wait> PlanV2::waits(int p, int i) const {
             if (in.opcode() == V2Op::NORM) w.push_back({{V2Bar::onrm, k, t.onrm}, 0});
             break;
         }
-        case V2Op::REC: w.push_back({{V2Bar::share, k, tasks[size_t(in.a)].onrm}, 0}); break;
+        case V2Op::DECAY: w.push_back({{V2Bar::share, k, tasks[size_t(in.a)].onrm}, 0}); break;
+        case V2Op::REC: w.push_back({{V2Bar::decay, k, tasks[size_t(in.a)].onrm}, 0}); break;
         default: break;  // INIT, FREE, RELEASE, INPUT, PART, PUBLISH wait for nothing
     }
     return w;
@@ -492,6 +493,7 @@ std::string PlanV2::describe(const V2Instr& in) const {
                    (rv.row0 < cfg_.C ? " through the conv" : "") + ")";
         }
         case V2Op::POLL:
+        case V2Op::DECAY:
         case V2Op::REC:
         case V2Op::NORM: {
             const V2Task& t = tasks[size_t(in.a)];
@@ -514,8 +516,8 @@ std::string PlanV2::bar_name(const V2BarRef& b) const {
     if (b.kind == V2Bar::words)
         return "the words of rows " + std::to_string(recvs[size_t(b.index)].row0) + ".." + std::to_string(recvs[size_t(b.index)].row0 + kV2OwnerRows - 1) +
                " (receive entry " + std::to_string(b.index) + ")";
-    if (b.kind == V2Bar::share || b.kind == V2Bar::onrm)
-        return std::string(b.kind == V2Bar::share ? "share" : "onrm") + "[pair " + std::to_string(b.index) + "] of CTA " + std::to_string(b.cta);
+    if (b.kind == V2Bar::share || b.kind == V2Bar::onrm || b.kind == V2Bar::decay)
+        return std::string(b.kind == V2Bar::share ? "share" : b.kind == V2Bar::onrm ? "onrm" : "decay") + "[pair " + std::to_string(b.index) + "] of CTA " + std::to_string(b.cta);
     if (b.kind == V2Bar::cluster) {
         const V2Barrier& x = barriers[size_t(b.index)];
         return std::string("the ") + to_string(V2Point(x.point)) + " barrier of cluster " + std::to_string(x.cluster);

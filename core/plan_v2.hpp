@@ -164,42 +164,46 @@ struct V2Task {
     int32_t request, head, tile, cluster, rank, onrm, qk0, qkn, fa0, fan;
 };
 
-// What a task's share send carries (its q, k and f_a rows of L tokens, bf16, [token][q, k, f_a]) and a
-// partial Σō² send (L floats): the bytes a pair's barriers are armed for, on the host and the device.
+// What a task's share send carries (its q, k and f_a rows of L tokens, bf16, [token][q, k, f_a]), a
+// decay send (the decays of its share's keys, f32, [token][key]) and a partial Σō² send (L floats):
+// the bytes a pair's barriers are armed for, on the host and the device.
 MONOKDA_HD constexpr int v2_share_bytes(const V2Task& t, int L) { return (2 * t.qkn + t.fan) * L * 2; }
+MONOKDA_HD constexpr int v2_decay_bytes(const V2Task& t, int L) { return t.qkn * L * 4; }
 MONOKDA_HD constexpr int v2_onrm_bytes(int L) { return L * 4; }
 
 // The words a POLL or NORM stages at most (its words waits: entries of 8 rows of L tokens).
 constexpr int kV2TailStageWaits = 32;
 
 // A CTA's tail shared memory from `base` (16-byte aligned offsets), for `pairs` pair slots of L
-// tokens: each slot's share and Σō² barriers, the pair's shares (q, k [L][K], f_a [L][F], bf16), the
-// task's beta [L] (f32), its v and o rows [L][16] (bf16), the pair's Σō² partials [tile][L] (f32);
-// then, one a CTA, what a step works on: the first row of each words wait and the staged words
-// [wait][8 rows][L] (bf16), REC's decay, q̂ and k̂ [L][K] (f32), and what POLL copies in for REC while
-// it polls (neither waits for a word): the head's f_b_w block [K][F] (bf16) and dt_bias [K] (f32).
-// The one layout the plan's fit and the kernel's offsets are.
+// tokens: each slot's share, Σō² and decay barriers, the pair's shares (q, k [L][K], f_a [L][F], bf16),
+// the task's beta [L] (f32), its v and o rows [L][16] (bf16), the pair's Σō² partials [tile][L] and
+// decays [L][K] (f32); then, one a CTA, what a step works on: the first row of each words wait and
+// the staged words [wait][8 rows][L] (bf16), q̂ and k̂ [L][K] (f32), and what POLL copies in for
+// DECAY while it polls (neither waits for a word): the f_b_w rows of the task's keys [K / tiles][F]
+// (bf16) and their dt_bias (f32). The decays are a slot's, not a step's: a peer's land while this CTA
+// still runs the pair before. The one layout the plan's fit and the kernel's offsets are.
 struct V2TailLayout {
-    int32_t bars, q, k, fa, beta, v, o, onrm, wrow, stage, decay, qn, kn, fb, dtb, bytes;
+    int32_t bars, q, k, fa, beta, v, o, onrm, decay, wrow, stage, qn, kn, fb, dtb, bytes;
     MONOKDA_HD static V2TailLayout make(int base, int pairs, int L, int K, int F, int tiles) {
         auto at = [](int off) { return (off + 15) / 16 * 16; };
+        const int keys = K / tiles;  // a task's share of the head's keys
         V2TailLayout l{};
-        l.bars = at(base);  // [pairs] share barriers, then [pairs] Σō² barriers (8 bytes each)
-        l.q = at(l.bars + 2 * pairs * 8);
+        l.bars = at(base);  // [pairs] share barriers, then [pairs] Σō², then [pairs] decay (8 bytes each)
+        l.q = at(l.bars + 3 * pairs * 8);
         l.k = l.q + pairs * L * K * 2;
         l.fa = l.k + pairs * L * K * 2;
         l.beta = at(l.fa + pairs * L * F * 2);
         l.v = at(l.beta + pairs * L * 4);
         l.o = at(l.v + pairs * L * kV2TileRows * 2);
         l.onrm = at(l.o + pairs * L * kV2TileRows * 2);
-        l.wrow = at(l.onrm + pairs * tiles * L * 4);
+        l.decay = at(l.onrm + pairs * tiles * L * 4);
+        l.wrow = l.decay + pairs * L * K * 4;
         l.stage = at(l.wrow + kV2TailStageWaits * 4);
-        l.decay = at(l.stage + kV2TailStageWaits * kV2OwnerRows * L * 2);
-        l.qn = l.decay + L * K * 4;
+        l.qn = at(l.stage + kV2TailStageWaits * kV2OwnerRows * L * 2);
         l.kn = l.qn + L * K * 4;
         l.fb = l.kn + L * K * 4;
-        l.dtb = l.fb + K * F * 2;
-        l.bytes = l.dtb + K * 4;
+        l.dtb = l.fb + keys * F * 2;
+        l.bytes = at(l.dtb + keys * 4);
         return l;
     }
 };
@@ -229,8 +233,9 @@ enum class V2Op : int32_t {
     // the tail (a = the task, or for PUBLISH the receive entry)
     PUBLISH = 17,  // reducer, after a REDUCE: the 8 rows as tagged words, q/k/v rows through the conv (#5, conv_state written)
     POLL = 18,     // seam team: wait the words of the task's share, beta and its v rows; the share st.async to the pair's tasks
-    REC = 19,      // seam team: wait the pair's shares; g1 (#4), the gate, l2 norms, the recurrence (o #6, ssm_state); Σō² sent
-    NORM = 20,     // seam team: wait its g rows' words and the pair's Σō²; core_out (#7)
+    DECAY = 19,    // seam team: wait the pair's shares; g1 (#4) and the decay of its share's keys, st.async to the pair's tasks; l2 norms
+    REC = 20,      // seam team: wait the pair's decays; the recurrence on its state rows (o #6, ssm_state); Σō² sent
+    NORM = 21,     // seam team: wait its g rows' words and the pair's Σō²; core_out (#7)
 };
 const char* to_string(V2Op op);
 struct V2Instr {
@@ -242,9 +247,9 @@ struct V2Instr {
 // the named barrier of a tile's warp pair, or a cluster barrier (index: the barrier entry).
 // seam: one of the CTA's seam barriers (index: V2SeamBar). words: the tagged words a receive entry's
 // PUBLISH stores (cta = -1, index: the entry; round: the request whose tokens are read; no barrier,
-// the words themselves are polled). share, onrm: a CTA's barrier of the pair with that onrm (the
-// pair's shares; its partial Σō²).
-enum class V2Bar : int32_t { full = 0, empty, recv, free, pair, cluster, seam, words, share, onrm, count };
+// the words themselves are polled). share, onrm, decay: a CTA's barrier of the pair with that onrm
+// (the pair's shares; its partial Σō²; its decays).
+enum class V2Bar : int32_t { full = 0, empty, recv, free, pair, cluster, seam, words, share, onrm, decay, count };
 struct V2BarRef {
     V2Bar kind;
     int32_t cta, index;  // cluster: cta = -1
@@ -342,6 +347,7 @@ public:
     // what a task's share send carries (its q, k and f_a rows, L tokens, bf16), and a Σō² send (L floats)
     int tail_share_bytes(const V2Task& t) const { return v2_share_bytes(t, cfg_.L); }
     int tail_onrm_bytes() const { return v2_onrm_bytes(cfg_.L); }
+    int tail_decay_bytes(const V2Task& t) const { return v2_decay_bytes(t, cfg_.L); }
     // the proj rows a task reads as words: POLL's (its share of q, k and f_a, beta's row, its v rows),
     // NORM's (its g rows); and the receive entries whose PUBLISH stores them, in entry order
     std::vector<int> tail_rows(const V2Task& t, V2Op op) const;
@@ -423,11 +429,11 @@ struct PlanV2Header {
     int32_t total_words;
 };
 constexpr int32_t kPlanV2Magic = 0x32504b4d;  // "MKP2"
-constexpr int32_t kPlanV2Version = 4;
+constexpr int32_t kPlanV2Version = 5;
 // The plan file's format name and version (the file's own: version 3 files, written before the file
-// was read back, name steps by their text alone).
+// was read back, name steps by their text alone; version 4 files have no DECAY step).
 constexpr const char* kPlanV2Format = "monokda-plan-v2";
-constexpr int32_t kPlanV2FileVersion = 4;
+constexpr int32_t kPlanV2FileVersion = 5;
 // The "format" a plan file names: kernel v1's "monokda-plan", kernel v2's kPlanV2Format ("" for none);
 // BadInput where the text is not JSON (or past the plan file's bounds).
 std::string plan_file_format(const std::string& text, const std::string& what);

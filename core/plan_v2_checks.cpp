@@ -271,7 +271,7 @@ void cluster_barriers(Checker& c) {
             }
             const bool peer = in.opcode() == V2Op::SEND || in.opcode() == V2Op::RELEASE || in.opcode() == V2Op::PART ||
                               in.opcode() == V2Op::GATE || in.opcode() == V2Op::MIX || in.opcode() == V2Op::POLL ||
-                              in.opcode() == V2Op::REC;
+                              in.opcode() == V2Op::DECAY || in.opcode() == V2Op::REC;
             if (peer && !seen_entry)
                 c.fail(p.proc_name(q) + " " + p.describe(in) + " touches a peer's barrier before the entry barrier");
         }

@@ -52,7 +52,7 @@ bool op_of_role(V2Op op, V2Role r) {
         case V2Op::PAIR:
         case V2Op::SEND:
         case V2Op::XWAIT: return r == V2Role::consumer;
-        default: return r == V2Role::seam;  // LOAD, PART, GATE, MIX, X; POLL, REC, NORM
+        default: return r == V2Role::seam;  // LOAD, PART, GATE, MIX, X; POLL, DECAY, REC, NORM
     }
 }
 
@@ -356,6 +356,7 @@ void PlanV2FileReader::step(const json& js, const std::string& path, int q, int 
         case V2Op::PUBLISH:
         case V2Op::RELEASE: end = int64_t(p_.recvs.size()), table = "cluster_buffers"; break;
         case V2Op::POLL:
+        case V2Op::DECAY:
         case V2Op::REC:
         case V2Op::NORM: end = int64_t(p_.tasks.size()), table = "tail.tasks"; break;
         default: end = p_.ctas(), table = "the CTAs"; break;  // the seam's steps name their CTA
@@ -416,7 +417,7 @@ PlanV2 PlanV2::from_json(const std::string& text, const std::string& what) {
     const int64_t version = rd.integer(j.at("version"), "version", 0, INT32_MAX);
     if (version != kPlanV2FileVersion)
         rd.fail("version", "is " + std::to_string(version) + "; this monokda reads version " + std::to_string(kPlanV2FileVersion) +
-                               (version < kPlanV2FileVersion ? " (an older file names its steps by text alone: write it again with monokda plan --kernel v2)" : ""));
+                               (version < kPlanV2FileVersion ? " (an older file describes another kernel: write it again with monokda plan --kernel v2)" : ""));
     for (const char* k : {"comment", "monokda_version", "monokda_commit", "reduction_order"})
         if (j.contains(k)) rd.string(j.at(k), k);
     if (j.contains("partial_bytes")) rd.integer(j.at("partial_bytes"), "partial_bytes", 0, INT32_MAX);

@@ -80,14 +80,14 @@ void tail_tasks(Checker& c) {
 }
 
 // The tail's steps: each receive entry published once, by its owner's reducer right after the entry's
-// REDUCE; each task's POLL, REC and NORM once, in that order, on its CTA's seam team after the seam;
-// the ranks of a cluster take the pairs they share in one order (else two ranks each wait at a REC for
-// a share the other has not polled). Without the tail, none of these steps.
+// REDUCE; each task's POLL, DECAY, REC and NORM once, in that order, on its CTA's seam team after the
+// seam; the ranks of a cluster take the pairs they share in one order (else two ranks each wait at a
+// DECAY for a share the other has not polled). Without the tail, none of these steps.
 void tail_programs(Checker& c) {
     const PlanV2& p = c.p;
     auto tail_op = [](V2Op op) { return op >= V2Op::PUBLISH && op <= V2Op::NORM; };
     std::vector<int> published(p.recvs.size(), 0);
-    std::vector<std::array<int, 3>> at(p.tasks.size(), {-1, -1, -1});  // the step index of POLL, REC, NORM
+    std::vector<std::array<int, 4>> at(p.tasks.size(), {-1, -1, -1, -1});  // the step index of POLL, DECAY, REC, NORM
     std::vector<int> proc_of(p.tasks.size(), -1);
     std::vector<std::vector<int>> order(size_t(p.ctas()));  // the pairs (first task of the pair) by POLL, a CTA
     for (int q = 0; q < p.processes(); ++q) {
@@ -105,7 +105,7 @@ void tail_programs(Checker& c) {
                        p.proc_name(q) + " " + p.describe(in) + " does not follow its entry's REDUCE, or publishes it twice");
                 continue;
             }
-            const int t = in.a, which = in.opcode() == V2Op::POLL ? 0 : in.opcode() == V2Op::REC ? 1 : 2;
+            const int t = in.a, which = int(in.opcode()) - int(V2Op::POLL);
             if (at[size_t(t)][size_t(which)] >= 0 || (proc_of[size_t(t)] >= 0 && proc_of[size_t(t)] != q)) {
                 c.fail(p.proc_name(q) + " " + p.describe(in) + ": the task's step is in the plan twice");
                 continue;
@@ -122,8 +122,8 @@ void tail_programs(Checker& c) {
         const V2Task& x = p.tasks[t];
         const std::string name = "task " + n(long(t)) + " (request " + n(x.request) + ", head " + n(x.head) + ", tile " + n(x.tile) + ")";
         const auto& s = at[t];
-        if (s[0] < 0 || s[1] < 0 || s[2] < 0 || !(s[0] < s[1] && s[1] < s[2])) {
-            c.fail(name + " does not have POLL, REC and NORM once each, in that order");
+        if (s[0] < 0 || !(s[0] < s[1] && s[1] < s[2] && s[2] < s[3])) {
+            c.fail(name + " does not have POLL, DECAY, REC and NORM once each, in that order");
             continue;
         }
         const int q = proc_of[t], k = PlanV2::proc_cta(q);

@@ -85,8 +85,8 @@ const std::vector<DetectorInfo>& detector_list() {
          "the step before's)",
          Fault::tail_word_unwaited, ""},
         {D::tail_landed, "tail_landed", V::VISIBILITY_FAULT,
-         "kernel v2's tail: a task reads a share or a partial Σō² the phase of its barrier did not count (not landed, or "
-         "landed after), or not ordered before the read (no wait)",
+         "kernel v2's tail: a task reads a share, a decay or a partial Σō² the phase of its barrier did not count (not "
+         "landed, or landed after), or not ordered before the read (no wait)",
          Fault::tail_onrm_unwaited, ""},
     };
     return list;

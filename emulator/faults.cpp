@@ -85,6 +85,10 @@ const std::vector<FaultInfo>& fault_list() {
          "(--kernel v2 --tail) task 0's NORM sums the pair's partial Σō² without waiting on its onrm barrier: a partial may "
          "not have landed",
          false, 2},
+        {Fault::tail_decay_unwaited, "tail_decay_unwaited",
+         "(--kernel v2 --tail) task 0's REC runs the recurrence without waiting on its decay barrier: a peer's decays "
+         "(its share of the head's keys) may not have landed",
+         false, 2},
     };
     return list;
 }
@@ -237,5 +241,6 @@ bool FaultHooks::drops_seam_send(int cluster, int from, int to, int bar) const {
 bool FaultHooks::skips_words_wait(int task, int wait) const { return fault == Fault::tail_word_unwaited && task == 0 && wait == 0; }
 bool FaultHooks::publishes_stale_tag(int entry) const { return fault == Fault::tail_stale_tag && entry == 0; }
 bool FaultHooks::skips_onrm_wait(int task) const { return fault == Fault::tail_onrm_unwaited && task == 0; }
+bool FaultHooks::skips_decay_wait(int task) const { return fault == Fault::tail_decay_unwaited && task == 0; }
 
 }  // namespace monokda::emu

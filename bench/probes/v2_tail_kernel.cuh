@@ -5,13 +5,14 @@
 // The reducer's PUBLISH takes its 8 rows from proj (an input: in the kernel they are the REDUCE's
 // sums) through the conv where they are q, k or v channels (#5, conv_state written) and stores them as
 // tagged words; the team's POLL polls the words its waits name until they carry the launch's tag and
-// sends its share to the pair by st.async, REC waits for the pair's shares and runs g1 (#4), the gate,
-// the l2 norms and the recurrence on its 16 state rows (o #6, ssm_state) and sends its Σō², NORM waits
-// for its g words and the pair's Σō² and writes core_out (#7). Every sum in the plan's order
+// sends its share to the pair by st.async, DECAY waits for the pair's shares, runs g1 (#4) and the
+// gate of its share's 16 keys and sends the decays to the pair, and the l2 norms; REC waits for the
+// pair's decays and runs the recurrence on its 16 state rows (o #6, ssm_state) and sends its Σō², NORM
+// waits for its g words and the pair's Σō² and writes core_out (#7). Every sum in the plan's order
 // (PlanV2::reduction_order: the trees are a lane's terms in a pairwise tree, then a butterfly), f32
 // with no contraction, exp through double (kernels/kda_numerics.hpp). REDUCE and RELEASE are the
-// in_proj probe's; INIT's tail part (each pair's share and onrm barrier of the CTA, armed for what
-// the pair sends) runs at entry, as the producer has no program here. Every wait gives up after
+// in_proj probe's; INIT's tail part (each pair's share, decay and onrm barrier of the CTA, armed for
+// what the pair sends) runs at entry, as the producer has no program here. Every wait gives up after
 // kGiveUpNs and records what it waited for: the probe reports it and fails.
 #pragma once
 #include "kernels/kda_numerics.hpp"
@@ -30,6 +31,7 @@ using namespace monokda::gpu;
 constexpr int kK = kProductionShape.K, kV = kProductionShape.V, kF = kProductionShape.F, kH = kProductionShape.H;
 constexpr int kE = kProductionShape.E(), kN = kProductionShape.N(), kC = kProductionShape.C(), kW = kProductionShape.W;
 constexpr int kT = kV / kV2TileRows, kRows = kV2TileRows;  // tasks a (request, head), state rows a task
+constexpr int kKeys = kK / kT;                              // a task's share of the head's keys (held by the host)
 constexpr int kColV = 2 * kE, kColG = 3 * kE, kColFa = 4 * kE, kColBeta = 4 * kE + kF;
 constexpr int kMaxL = probe::v2::kTailMaxL;  // the host holds the plan to it (v2_tail_plan.hpp)
 constexpr int kMaxTeamWarps = 10, kMaxThreads = 32 + 32 * kMaxTeamWarps;  // warp 0 the reducer, then the seam team
@@ -37,7 +39,7 @@ constexpr int kRecThreads = kRows * 8;                                          
 constexpr unsigned long long kGiveUpNs = 200000000ull;
 static_assert(kK == 128 && kF == 128 && kT == 8, "the trees below are written for 128 terms and 8 tiles");
 
-enum Stamp : int { kEntry, kPublished, kPolled, kRecDone, kNormDone, kRecNs, kRecs, kGStored, kStamps };
+enum Stamp : int { kEntry, kPublished, kPolled, kRecDone, kNormDone, kRecNs, kRecs, kGStored, kDecayNs, kStamps };
 enum Error : uint32_t { kNone, kWordsLate, kBarrierLate, kRowUncovered };
 
 struct TailArgs {
@@ -66,6 +68,7 @@ struct Cta {
     int team;      // the seam team's threads (TailArgs::team_warps warps)
     __device__ uint64_t* share_bar() const { return reinterpret_cast<uint64_t*>(sm + s.bars); }
     __device__ uint64_t* onrm_bar() const { return share_bar() + a.pairs; }
+    __device__ uint64_t* decay_bar() const { return share_bar() + 2 * a.pairs; }
     __device__ uint16_t* q(int slot, int t) const { return reinterpret_cast<uint16_t*>(sm + s.q) + (slot * a.L + t) * kK; }
     __device__ uint16_t* k(int slot, int t) const { return reinterpret_cast<uint16_t*>(sm + s.k) + (slot * a.L + t) * kK; }
     __device__ uint16_t* fa(int slot, int t) const { return reinterpret_cast<uint16_t*>(sm + s.fa) + (slot * a.L + t) * kF; }
@@ -73,6 +76,7 @@ struct Cta {
     __device__ uint16_t* v(int slot, int t) const { return reinterpret_cast<uint16_t*>(sm + s.v) + (slot * a.L + t) * kRows; }
     __device__ uint16_t* o(int slot, int t) const { return reinterpret_cast<uint16_t*>(sm + s.o) + (slot * a.L + t) * kRows; }
     __device__ float* onrm(int slot, int tile) const { return reinterpret_cast<float*>(sm + s.onrm) + (slot * kT + tile) * a.L; }
+    __device__ float* decay(int slot, int t) const { return reinterpret_cast<float*>(sm + s.decay) + (slot * a.L + t) * kK; }
     __device__ int* wrow() const { return reinterpret_cast<int*>(sm + s.wrow); }
     __device__ uint16_t* stage() const { return reinterpret_cast<uint16_t*>(sm + s.stage); }
     __device__ float* vec(int off, int t) const { return reinterpret_cast<float*>(sm + off) + t * kK; }
@@ -126,6 +130,7 @@ struct Cta {
 
     __device__ void publish(int e, int lane) const;
     __device__ void poll(int task, int gi) const;
+    __device__ void gate(int task, int gi) const;
     __device__ void rec(int task, int gi) const;
     __device__ void norm(int task, int gi) const;
 };
@@ -167,15 +172,15 @@ __device__ void Cta::publish(int e, int lane) const {
 
 // POLL: the words of the task's share, beta and its v rows; beta and v kept; the share (q, k and
 // f_a rows, two bf16 a store) st.async into every pair task's slot, counted on its share barrier.
-// The head's f_b_w block and dt_bias are copied in meanwhile for REC, which follows its POLL in
+// The f_b_w rows and dt_bias of its keys are copied in meanwhile for DECAY, which follows its POLL in
 // every program (a CTA's tasks run one after another: docs/plan.md, "The tail's steps").
 __device__ void Cta::poll(int task, int gi) const {
     const V2Task t = a.plan.task(task);
     team_bar(1, team);  // the staging buffer, from the step before's threads
     const int L = a.L, h = t.head, v0 = t.tile * kRows, sl = t.onrm;
-    for (int i = tid; i < kK * kF / 8 + kK / 4; i += team)  // REC's inputs that need no word: in flight while it polls
-        if (i < kK * kF / 8) copy16_async(sm + s.fb + 16 * i, a.f_b_w + size_t(h) * kK * kF + 8 * i);
-        else copy16_async(sm + s.dtb + 16 * (i - kK * kF / 8), a.dt_bias + h * kK + 4 * (i - kK * kF / 8));
+    for (int i = tid; i < kKeys * kF / 8 + kKeys / 4; i += team)  // DECAY's inputs that need no word: in flight while it polls
+        if (i < kKeys * kF / 8) copy16_async(sm + s.fb + 16 * i, a.f_b_w + size_t(h * kK + t.qk0) * kF + 8 * i);
+        else copy16_async(sm + s.dtb + 16 * (i - kKeys * kF / 8), a.dt_bias + h * kK + t.qk0 + 4 * (i - kKeys * kF / 8));
     async_commit();
     stage_words(gi, task);
     for (int it = tid; it < L * (kRows + 1); it += team) {
@@ -208,30 +213,32 @@ __device__ __forceinline__ float row_sum(float v) {
     return v;
 }
 
-// REC: the pair's shares in; g1 of the head (its share's columns stored), a half-warp an element (8
-// terms a lane from the staged f_b_w block, then the 16 lanes), and the decay, every thread; q̂ and k̂
-// a warp a token (4 keys a lane, then the 32 lanes); the recurrence on 16 state rows, 8 lanes a row and 16 keys a lane; o (#6) and the state
-// of each token with a slot; Σō² of its rows to the pair.
-__device__ void Cta::rec(int task, int gi) const {
+// DECAY: the pair's shares in; g1 of its share's keys (stored), a half-warp an element (8 terms a
+// lane from the staged f_b_w rows, then the 16 lanes, which all hold the sum), and each one's decay
+// (two exps), lane m of the half-warp sending it to the pair's tile m; then q̂ and k̂, a warp a token
+// (4 keys a lane, then the 32 lanes), for REC.
+__device__ void Cta::gate(int task, int gi) const {
     const V2Task t = a.plan.task(task);
     const V2Wait w = a.plan.wait(a.plan.wait_begin(gi));
     async_wait<0>();     // this thread's copies of f_b_w and dt_bias
-    team_bar(1, team);  // everyone's, and beta and v from POLL's threads
+    team_bar(1, team);  // everyone's
     wait_bar(&share_bar()[w.bar.index], uint32_t(w.round & 1), task);
-    const int L = a.L, h = t.head, v0 = t.tile * kRows, sl = t.onrm, r = t.request;
+    const int L = a.L, h = t.head, sl = t.onrm, r = t.request;
     const int half = tid / 16, hl = tid % 16;
-    for (int base = 2 * (tid / 32); base < L * kK; base += 2 * (team / 32)) {  // g1, into decay's place
-        const int e = base + half % 2, tok = e / kK, kk = e % kK;
-        const uint4 wv = *reinterpret_cast<const uint4*>(sm + s.fb + (kk * kF + 8 * hl) * 2);
+    const float A = exp_f(a.A_log[h]), *dtb = reinterpret_cast<const float*>(sm + s.dtb);
+    for (int base = 2 * (tid / 32); base < L * kKeys; base += 2 * (team / 32)) {
+        const int e = base + half % 2, tok = e / kKeys, j = e % kKeys, kk = t.qk0 + j;  // L · kKeys is even: whole warps
+        const uint4 wv = *reinterpret_cast<const uint4*>(sm + s.fb + (j * kF + 8 * hl) * 2);
         const uint4 fv = *reinterpret_cast<const uint4*>(fa(sl, tok) + 8 * hl);
         const uint32_t ww[4] = {wv.x, wv.y, wv.z, wv.w}, ff[4] = {fv.x, fv.y, fv.z, fv.w};
         float p[8];
-        for (int j = 0; j < 4; ++j) p[2 * j] = bf_lo(ff[j]) * bf_lo(ww[j]), p[2 * j + 1] = bf_hi(ff[j]) * bf_hi(ww[j]);
-        const float g = pairwise_16_lanes(pairwise8(p));
-        if (hl == 0) {
-            const uint16_t g1 = rnd(g);
-            if (kk >= t.qk0 && kk < t.qk0 + t.qkn) a.g1[size_t(r * L + tok) * kE + h * kK + kk] = g1;
-            vec(s.decay, tok)[kk] = bf(bf16::from_bits(g1));
+        for (int q = 0; q < 4; ++q) p[2 * q] = bf_lo(ff[q]) * bf_lo(ww[q]), p[2 * q + 1] = bf_hi(ff[q]) * bf_hi(ww[q]);
+        const uint16_t g1 = rnd(pairwise_16_lanes(pairwise8(p)));
+        if (hl == 0) a.g1[size_t(r * L + tok) * kE + h * kK + kk] = g1;
+        if (hl < kT) {
+            const float d = exp_f(a.lb * sigmoid_f(A * (bf(bf16::from_bits(g1)) + dtb[j])));
+            const V2Task to = a.plan.task(task - t.tile + hl);  // the pair: the T tasks around (held by the host)
+            st_async_u32(peer_addr(decay(to.onrm, tok) + kk, uint32_t(to.rank)), f32_bits(d), peer_addr(&decay_bar()[to.onrm], uint32_t(to.rank)));
         }
     }
     for (int tok = tid / 32; tok < L; tok += team / 32) {  // a warp a token: q̂, k̂
@@ -244,11 +251,16 @@ __device__ void Cta::rec(int task, int gi) const {
         const float qd = sqrtf(sq + a.l2_eps), kd = sqrtf(sk + a.l2_eps);
         for (int j = 0; j < 4; ++j) vec(s.qn, tok)[4 * l + j] = (qv[j] / qd) * a.k_scale, vec(s.kn, tok)[4 * l + j] = kv[j] / kd;
     }
-    team_bar(1, team);
-    const float A = exp_f(a.A_log[h]), *dtb = reinterpret_cast<const float*>(sm + s.dtb);
-    for (int e = tid; e < L * kK; e += team)  // the decay of each key from its g1, every thread (two exps each)
-        vec(s.decay, 0)[e] = exp_f(a.lb * sigmoid_f(A * (vec(s.decay, 0)[e] + dtb[e % kK])));
-    team_bar(1, team);
+}
+
+// REC: the pair's decays in; the recurrence on 16 state rows, 8 lanes a row and 16 keys a lane; o
+// (#6) and the state of each token with a slot; Σō² of its rows to the pair.
+__device__ void Cta::rec(int task, int gi) const {
+    const V2Task t = a.plan.task(task);
+    const V2Wait w = a.plan.wait(a.plan.wait_begin(gi));
+    team_bar(1, team);  // q̂ and k̂ from DECAY's threads, beta and v from POLL's
+    wait_bar(&decay_bar()[w.bar.index], uint32_t(w.round & 1), task);
+    const int L = a.L, h = t.head, v0 = t.tile * kRows, sl = t.onrm, r = t.request;
     for (int rt = tid; rt < kRecThreads; rt += team) {  // whole warps: a team of fewer threads takes the rows in turns
         const int row = rt / 8, kb = 16 * (rt % 8);
         const int init = a.idx[r * L + a.num_acc[r] - 1];
@@ -260,7 +272,7 @@ __device__ void Cta::rec(int task, int gi) const {
                 S[4 * j] = f.x, S[4 * j + 1] = f.y, S[4 * j + 2] = f.z, S[4 * j + 3] = f.w;
             }
             for (int tok = 0; tok < L; ++tok) {
-                const float *d = vec(s.decay, tok) + kb, *kn = vec(s.kn, tok) + kb, *qn = vec(s.qn, tok) + kb;
+                const float *d = decay(sl, tok) + kb, *kn = vec(s.kn, tok) + kb, *qn = vec(s.qn, tok) + kb;
                 float p[16];
                 for (int j = 0; j < 16; ++j) S[j] = S[j] * d[j];
                 for (int j = 0; j < 16; ++j) p[j] = S[j] * kn[j];
@@ -317,16 +329,18 @@ __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(kMaxThreads, 1) tail
     const Cta c{a, sm, V2TailLayout::make(0, a.pairs, a.L, kK, kF, kT), cta, warp == 0 ? int(threadIdx.x) : int(threadIdx.x) - 32, 32 * a.team_warps};
     const int seam = cta * kV2ProcsPerCta + 2 + kV2Consumers, reducer = cta * kV2ProcsPerCta + 1;
     if (threadIdx.x == 0)
-        for (int p = 0; p < a.pairs; ++p) mbar_init(&c.share_bar()[p], 1), mbar_init(&c.onrm_bar()[p], 1);
+        for (int p = 0; p < a.pairs; ++p) mbar_init(&c.share_bar()[p], 1), mbar_init(&c.onrm_bar()[p], 1), mbar_init(&c.decay_bar()[p], 1);
     __syncthreads();
     // INIT's tail part: each of the CTA's tasks (its POLLs) arms its pair's barriers for the pair's sends
     for (int gi = a.plan.prog_begin(seam) + int(threadIdx.x); gi < a.plan.prog_begin(seam + 1); gi += int(blockDim.x)) {
         const V2Instr in = a.plan.instr(gi);
         if (in.opcode() != V2Op::POLL) continue;
         const V2Task t = a.plan.task(in.a);
-        int bytes = 0;
-        for (int m = 0; m < kT; ++m) bytes += v2_share_bytes(a.plan.task(in.a - t.tile + m), a.L);
+        int bytes = 0, decays = 0;
+        for (int m = 0; m < kT; ++m)
+            bytes += v2_share_bytes(a.plan.task(in.a - t.tile + m), a.L), decays += v2_decay_bytes(a.plan.task(in.a - t.tile + m), a.L);
         mbar_arrive_expect(&c.share_bar()[t.onrm], uint32_t(bytes));
+        mbar_arrive_expect(&c.decay_bar()[t.onrm], uint32_t(decays));
         mbar_arrive_expect(&c.onrm_bar()[t.onrm], uint32_t(kT * v2_onrm_bytes(a.L)));
     }
     if (threadIdx.x == 0) mbar_init_fence();
@@ -356,6 +370,10 @@ __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(kMaxThreads, 1) tail
             case V2Op::POLL:
                 c.poll(in.a, gi);
                 if (c.tid == 0) st[kPolled] = now_ns();
+                break;
+            case V2Op::DECAY:
+                c.gate(in.a, gi);
+                if (c.tid == 0) st[kDecayNs] += now_ns() - t0;
                 break;
             case V2Op::REC:
                 c.rec(in.a, gi);

@@ -1,9 +1,9 @@
 // What kernel v2's tail probe takes from a plan as it stands, and what it takes for granted
 // (bench/probes/v2_tail_kernel.cuh): the production shape on 15 clusters of 8 with the tail and x
 // an input; a pair is the T tasks around one (the tasks by request, head, tile); a share's rows are
-// whole bf16 pairs (it sends 4-byte st.async); a task's REC right after its POLL (POLL stages the
-// head's f_b_w block for it); the steps' waits of the kinds the kernel waits on, and few enough for
-// its staging. And where the in_proj probe's tailhop mode places the tasks, held to the plan's.
+// whole bf16 pairs (it sends 4-byte st.async) and its keys K / T (the staged f_b_w rows); a task's
+// DECAY right after its POLL (POLL stages its keys' f_b_w rows for it); the steps' waits of the kinds
+// the kernel waits on, and few enough for its staging. And where the in_proj probe's tailhop mode places the tasks, held to the plan's.
 // Header-only, so a CPU test holds the builder's plans to both (tests/bench/test_v2_tail_plan.cpp).
 #pragma once
 #include <string>
@@ -41,6 +41,7 @@ inline std::vector<std::string> tail_kernel_problems(const PlanV2& p) {
         for (int m = 0; around && m < T; ++m) around = pair[size_t(m)] == int(i) - t.tile + m;
         need(around, "task " + std::to_string(i) + "'s pair is not the " + std::to_string(T) + " tasks around it");
         need(t.qk0 % 2 == 0 && t.qkn % 2 == 0 && t.fa0 % 2 == 0 && t.fan % 2 == 0, "task " + std::to_string(i) + "'s share is not whole bf16 pairs");
+        need(t.qkn == c.K / T, "task " + std::to_string(i) + "'s share has " + std::to_string(t.qkn) + " keys, not the K / T whose f_b_w rows POLL stages");
     }
     for (int k = 0; k < p.ctas(); ++k)
         for (V2Role role : {V2Role::reducer, V2Role::seam}) {
@@ -49,17 +50,18 @@ inline std::vector<std::string> tail_kernel_problems(const PlanV2& p) {
             for (int i = 0; i < int(prog.size()); ++i) {
                 const V2Op op = prog[size_t(i)].opcode();
                 const bool reducer = op == V2Op::SYNC || op == V2Op::REDUCE || op == V2Op::PUBLISH || op == V2Op::RELEASE;
-                const bool seam = op == V2Op::SYNC || op == V2Op::POLL || op == V2Op::REC || op == V2Op::NORM;
+                const bool seam = op == V2Op::SYNC || op == V2Op::POLL || op == V2Op::DECAY || op == V2Op::REC || op == V2Op::NORM;
                 const std::string step = p.proc_name(q) + "'s " + p.describe(prog[size_t(i)]);
                 need(role == V2Role::reducer ? reducer : seam, step + " is a step the probe does not run");
                 if (op == V2Op::POLL)
-                    need(i + 1 < int(prog.size()) && prog[size_t(i) + 1].opcode() == V2Op::REC && prog[size_t(i) + 1].a == prog[size_t(i)].a,
-                         step + " is not followed by its task's REC");
-                if (op != V2Op::POLL && op != V2Op::NORM && op != V2Op::REC) continue;
+                    need(i + 1 < int(prog.size()) && prog[size_t(i) + 1].opcode() == V2Op::DECAY && prog[size_t(i) + 1].a == prog[size_t(i)].a,
+                         step + " is not followed by its task's DECAY");
+                if (op == V2Op::SYNC || role == V2Role::reducer) continue;
                 const std::vector<V2Wait> w = p.waits(q, i);
                 size_t words = 0;
                 for (const V2Wait& x : w) words += x.bar.kind == V2Bar::words;
-                need(op == V2Op::REC    ? w.size() == 1 && w[0].bar.kind == V2Bar::share
+                need(op == V2Op::DECAY  ? w.size() == 1 && w[0].bar.kind == V2Bar::share
+                     : op == V2Op::REC  ? w.size() == 1 && w[0].bar.kind == V2Bar::decay
                      : op == V2Op::POLL ? words == w.size() && words <= size_t(kV2TailStageWaits)
                                         : words + 1 == w.size() && words <= size_t(kV2TailStageWaits) && w.back().bar.kind == V2Bar::onrm,
                      step + " waits on what the probe does not");

@@ -8,7 +8,7 @@
 // waits for its launch's), polls, shares, runs the recurrences and the gated norm. The first and the
 // last launch are compared with the reference: qkv, conv_state, g1, o, ssm_state, core_out, every bit.
 // Timed, from the stamps each CTA writes (the median over launches): the entry barrier to the last
-// PUBLISH (the words stored), to the last POLL, REC and NORM done, a REC's time a token, and g's last
+// PUBLISH (the words stored), to the last POLL, REC and NORM done, a DECAY and REC's time a token, and g's last
 // words stored to the last core_out, once with g among the rest and once with g published 40 µs after
 // entry (after the recurrences, as in the kernel g streams last): what milestone 4 bounds.
 // Each shape also counts the decays where glibc's expf is not exp in double rounded once, which the
@@ -139,7 +139,7 @@ bool compare(const Device& d, const TailFixture& f) {
 bool run_setting(Device& d, const TailFixture& f, int launches, unsigned long long g_delay_ns, uint32_t& tag) {
     const int L = f.L;
     d.a.g_delay_ns = g_delay_ns;
-    std::vector<float> ev, pub, poll, rec, norm, per_tok, g_end;
+    std::vector<float> ev, pub, poll, rec, norm, per_tok, dec_tok, g_end;
     bool ok = true, exact = true;  // a difference fails the shape but its times are still taken; a wait given up ends it
     for (int i = 0; i < launches && ok; ++i) {
         float ms = 0.f;
@@ -152,11 +152,11 @@ bool run_setting(Device& d, const TailFixture& f, int launches, unsigned long lo
         }
         if (i == 0) continue;  // the first launch fetches the code
         const std::vector<unsigned long long> st = download(d.a.stamps, size_t(120) * kStamps);
-        unsigned long long t0 = ~0ull, tp = 0, tq = 0, tr = 0, tn = 0, rec_ns = 0, recs = 0, tg = 0;
+        unsigned long long t0 = ~0ull, tp = 0, tq = 0, tr = 0, tn = 0, rec_ns = 0, recs = 0, tg = 0, dec_ns = 0;
         for (int k = 0; k < 120; ++k) {
             const unsigned long long* s = &st[size_t(k) * kStamps];
             t0 = std::min(t0, s[kEntry]), tp = std::max(tp, s[kPublished]), tq = std::max(tq, s[kPolled]);
-            tr = std::max(tr, s[kRecDone]), tn = std::max(tn, s[kNormDone]), rec_ns += s[kRecNs], recs += s[kRecs];
+            tr = std::max(tr, s[kRecDone]), tn = std::max(tn, s[kNormDone]), rec_ns += s[kRecNs], recs += s[kRecs], dec_ns += s[kDecayNs];
             tg = std::max(tg, s[kGStored]);
         }
         g_end.push_back(float(tn - tg) / 1000.f);
@@ -164,15 +164,16 @@ bool run_setting(Device& d, const TailFixture& f, int launches, unsigned long lo
         pub.push_back(float(tp - t0) / 1000.f), poll.push_back(float(tq - t0) / 1000.f);
         rec.push_back(float(tr - t0) / 1000.f), norm.push_back(float(tn - t0) / 1000.f);
         per_tok.push_back(recs ? float(rec_ns) / float(recs) / float(L) / 1000.f : 0.f);
+        dec_tok.push_back(recs ? float(dec_ns) / float(recs) / float(L) / 1000.f : 0.f);
     }
     if (!ok) return false;
     ok = exact;
     using probe::median;
     std::printf("    g at +%.1f us: from the entry barrier (us, median of %zu): words stored %.2f, polled %.2f, recurrences done %.2f,"
-                " core_out done %.2f; g's last words stored to core_out done %.2f; a REC %.3f us a token (its wait included);"
-                " the launch %.2f us (events)\n",
-                double(g_delay_ns) / 1000.0, ev.size(), median(pub), median(poll), median(rec), median(norm), median(g_end), median(per_tok),
-                median(ev));
+                " core_out done %.2f; g's last words stored to core_out done %.2f; a DECAY %.3f and a REC %.3f us a token (their waits"
+                " included); the launch %.2f us (events)\n",
+                double(g_delay_ns) / 1000.0, ev.size(), median(pub), median(poll), median(rec), median(norm), median(g_end), median(dec_tok),
+                median(per_tok), median(ev));
     return ok;
 }
 

@@ -163,7 +163,8 @@ std::string v2_replay(const V2Prepared& prep, const V2EmulateOptions& o) {
 
 V2EmulateResult emulate_v2(const V2Prepared& prep, const V2EmulateOptions& o) {
     FaultHooks{o.fault}.require_kernel(2);
-    if (!prep.plan.has_tail() && (o.fault == Fault::tail_word_unwaited || o.fault == Fault::tail_stale_tag || o.fault == Fault::tail_onrm_unwaited))
+    if (!prep.plan.has_tail() && (o.fault == Fault::tail_word_unwaited || o.fault == Fault::tail_stale_tag || o.fault == Fault::tail_onrm_unwaited ||
+                                   o.fault == Fault::tail_decay_unwaited))
         bad_input(std::string("fault ") + to_string(o.fault) + " is planted in the tail, which this plan leaves out (--tail builds it)");
     if (!prep.plan.has_seam() && (o.fault == Fault::seam_part_short || o.fault == Fault::x_before_seam || o.fault == Fault::seam_wgt_dropped))
         bad_input(std::string("fault ") + to_string(o.fault) + " is planted in the seam, which this plan leaves out (x an input: its shared "

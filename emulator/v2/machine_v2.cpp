@@ -128,6 +128,7 @@ MBar& Machine::bar(const V2BarRef& b, int p) {
         case V2Bar::seam: return cs.seam[size_t(b.index)];
         case V2Bar::share: return cs.share[size_t(b.index)];
         case V2Bar::onrm: return cs.onrm[size_t(b.index)];
+        case V2Bar::decay: return cs.decay[size_t(b.index)];
         default: return cs.pair[size_t(b.index)];
     }
 }
@@ -246,7 +247,8 @@ void Machine::land(const Landing& l) {
         complete_tx(ctas_[size_t(owner)].recv[size_t(rv.slot)], pa.bytes, l.vc);
     } else if (l.kind == Landing::seam_in || l.kind == Landing::seam_send) {
         land_seam(l);
-    } else if (l.kind == Landing::words || l.kind == Landing::tail_share || l.kind == Landing::tail_onrm) {
+    } else if (l.kind == Landing::words || l.kind == Landing::tail_share || l.kind == Landing::tail_onrm ||
+               l.kind == Landing::tail_decay) {
         land_tail(l);
     } else {
         const V2Free& f = plan_.frees[size_t(l.a)];

@@ -60,7 +60,7 @@ struct CtaState {
     std::vector<std::vector<Region>> regions;  // [recv slot][sender rank]
     std::vector<std::vector<float>> red;       // [tile]: the odd warp's sums handed to the even one
     std::vector<MBar> seam;                    // [V2SeamBar]
-    std::vector<MBar> share, onrm;             // [pair onrm]: the tail's barriers of the CTA's pairs
+    std::vector<MBar> share, onrm, decay;      // [pair onrm]: the tail's barriers of the CTA's pairs
     bool x_stored = false;                     // the seam's X ran; x_clock: its clock component then
     uint32_t x_clock = 0;
     // the seam's values: LOAD's of the slice (its sources, wq and the gain); its own sums before they
@@ -77,18 +77,21 @@ struct TaskState {
     std::vector<bf16> q, k, v, g;       // [L][K] q and k of the head (the pair's shares), [L][16] its v and g rows
     std::vector<float> fa, beta;        // [L][F] f_a (the pair's shares), [L] sigmoid(beta_raw)
     std::vector<float> onrm;            // [tiles][L]: the pair's partial Σō²
-    std::vector<int> share_in, onrm_in;  // [tiles]: the phase of the barrier that counted each tile's send (-1: not landed)
-    std::vector<uint32_t> share_clock, onrm_clock;  // [tiles]: the sender's clock component at the send
+    std::vector<float> decay, qn, kn;   // [L][K]: the pair's decays; q̂ and k̂ (DECAY's, for REC)
+    // [V2Bar share, onrm, decay][tiles]: the phase of the barrier that counted each tile's send (-1: not
+    // landed), and the sender's clock component at the send
+    std::vector<int> in[3];
+    std::vector<uint32_t> clock[3];
     std::vector<bf16> o;                // [L][16]
     std::vector<char> polled;           // [receive entries]: words this task's process saw carry the step's tag
 };
 
 struct Landing {
     int64_t at, seq;
-    enum Kind { copy, partial, arrive, seam_in, seam_send, words, tail_share, tail_onrm } kind;
+    enum Kind { copy, partial, arrive, seam_in, seam_send, words, tail_share, tail_onrm, tail_decay } kind;
     int a, b;                    // copy: cta, chunk; partial: partial index; arrive: free entry, target rank;
                                  // seam_in: cta; seam_send: send index; words: receive entry, request;
-                                 // tail_share, tail_onrm: the receiving task, the sending task
+                                 // tail_share, tail_onrm, tail_decay: the receiving task, the sending task
     std::vector<uint32_t> vc;    // the issuer's clock
     std::vector<float> data;     // partial: [8][S]
     int proc;
@@ -152,18 +155,19 @@ private:
     template <class F> void seam_values_of(const V2SeamSend& x, F&& f) const;
     // tail_v2.cpp
     void tail_init();                          // the tail's state, words and outputs (the constructor)
-    void tail_arm(int p);                      // INIT: the CTA's share and onrm barriers made and armed
-    bool tail_step(int p, const V2Instr& in);  // PUBLISH, POLL, REC, NORM
+    void tail_arm(int p);                      // INIT: the CTA's share, onrm and decay barriers made and armed
+    bool tail_step(int p, const V2Instr& in);  // PUBLISH, POLL, DECAY, REC, NORM
     void publish(int p, const V2Instr& in);
     bool poll(int p, const V2Instr& in);
+    bool decay(int p, const V2Instr& in);
     bool rec(int p, const V2Instr& in);
     bool norm(int p, const V2Instr& in);
     bool await_words(int p, const V2Wait& w, int task, int j);  // a words wait (j: its index in the step's waits)
     void words_read(int p, const V2Instr& in, V2Op op);       // words_fresh: every word read was polled
-    void tail_landed(int p, const V2Instr& in, bool onrm);   // tail_landed: the pair's sends counted and ordered
+    void tail_landed(int p, const V2Instr& in, V2Bar kind);  // tail_landed: the pair's sends into `kind` counted and ordered
     void tail_sends(int p, int task, Landing::Kind kind, const std::vector<float>& data);
     void land_tail(const Landing& l);
-    int pair_bytes(int task, bool onrm) const;  // what the pair's sends into one of its barriers bring
+    int pair_bytes(int task, V2Bar kind) const;  // what the pair's sends into one of its barriers bring
 
     const PlanV2& plan_;
     const V2MachineOptions& opt_;

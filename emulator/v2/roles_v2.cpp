@@ -34,6 +34,7 @@ bool Machine::step(int p) {
         case V2Op::XWAIT: return seam_step(p, in);
         case V2Op::PUBLISH:
         case V2Op::POLL:
+        case V2Op::DECAY:
         case V2Op::REC:
         case V2Op::NORM: return tail_step(p, in);
     }

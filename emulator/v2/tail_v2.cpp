@@ -2,12 +2,13 @@
 // the owners' PUBLISH (q, k and v rows through the conv, conv_state written, the 8 rows as tagged
 // words, one relaxed store a request landing after a schedule-drawn delay), the tasks' POLL (their
 // words polled until they carry the step's tag; their share st.async to every task of the pair),
-// REC (g1, the gate, the l2 norms and the recurrence on the task's 16 state rows from what the
-// shares brought: o, ssm_state; its Σō² to the pair) and NORM (core_out from the pair's Σō² and its
-// g words), each on core/tail_stages.hpp in the plan's order; and the detectors where a hand-off is
-// consumed: words_fresh (every word read was polled until it carried this step's tag) and
-// tail_landed (every share and Σō² read was counted by the phase waited for, and is ordered before
-// the read). Words cross clusters with no ordering: a poll joins no clock.
+// DECAY (g1 and the decay of its share's keys from what the shares brought, the decays st.async to
+// every task of the pair; the l2 norms), REC (the recurrence on the task's 16 state rows: o,
+// ssm_state; its Σō² to the pair) and NORM (core_out from the pair's Σō² and its g words), each on
+// core/tail_stages.hpp in the plan's order; and the detectors where a hand-off is consumed:
+// words_fresh (every word read was polled until it carried this step's tag) and tail_landed (every
+// share, decay and Σō² read was counted by the phase waited for, and is ordered before the read).
+// Words cross clusters with no ordering: a poll joins no clock.
 #include <algorithm>
 #include <cmath>
 
@@ -21,6 +22,9 @@ namespace {
 std::string n(long v) { return std::to_string(v); }
 constexpr uint8_t kTag = 1;              // this step's tag; the words hold the step before's, 0, at the launch
 constexpr uint16_t kStaleBits = 0x7fc1;  // a word's value from the step before: a NaN, so that a stale read shows downstream
+// a task's record of the sends into one of its pair's barriers (TaskState::in, clock)
+int which(V2Bar b) { return b == V2Bar::share ? 0 : b == V2Bar::onrm ? 1 : 2; }
+V2Bar bar_of(Landing::Kind k) { return k == Landing::tail_share ? V2Bar::share : k == Landing::tail_onrm ? V2Bar::onrm : V2Bar::decay; }
 }  // namespace
 
 void Machine::tail_init() {
@@ -49,15 +53,16 @@ void Machine::tail_init() {
         t.q.assign(size_t(L) * size_t(K), bf16{}), t.k = t.q;
         t.v.assign(size_t(L) * kV2TileRows, bf16{}), t.g = t.v, t.o = t.v;
         t.fa.assign(size_t(L) * size_t(F), 0.f), t.beta.assign(size_t(L), 0.f), t.onrm.assign(size_t(T) * size_t(L), 0.f);
-        t.share_in.assign(size_t(T), -1), t.onrm_in = t.share_in;
-        t.share_clock.assign(size_t(T), 0), t.onrm_clock = t.share_clock;
+        t.decay.assign(size_t(L) * size_t(K), 0.f), t.qn = t.decay, t.kn = t.decay;
+        for (int b = 0; b < 3; ++b) t.in[b].assign(size_t(T), -1), t.clock[b].assign(size_t(T), 0);
         t.polled.assign(plan_.recvs.size(), 0);
     }
     MBar blank;
     blank.acc = zero_vc_, blank.done = zero_vc_;
     for (const V2Task& t : plan_.tasks) {
         CtaState& cs = ctas_[size_t(plan_.cta(t.cluster, t.rank))];
-        if (int(cs.share.size()) <= t.onrm) cs.share.resize(size_t(t.onrm) + 1, blank), cs.onrm.resize(size_t(t.onrm) + 1, blank);
+        if (int(cs.share.size()) <= t.onrm)
+            for (auto* b : {&cs.share, &cs.onrm, &cs.decay}) b->resize(size_t(t.onrm) + 1, blank);
     }
     res_.tail.qkv.assign(size_t(S_) * size_t(c.C), bf16{});
     res_.tail.conv_state = step_->conv_state;
@@ -67,26 +72,30 @@ void Machine::tail_init() {
     res_.task_of.assign(res_.tail.o.size(), -1);
 }
 
-int Machine::pair_bytes(int task, bool onrm) const {
+int Machine::pair_bytes(int task, V2Bar kind) const {
     int b = 0;
-    for (int j : plan_.tail_pair(task)) b += onrm ? plan_.tail_onrm_bytes() : plan_.tail_share_bytes(plan_.tasks[size_t(j)]);
+    for (int j : plan_.tail_pair(task)) {
+        const V2Task& t = plan_.tasks[size_t(j)];
+        b += kind == V2Bar::share ? plan_.tail_share_bytes(t) : kind == V2Bar::onrm ? plan_.tail_onrm_bytes() : plan_.tail_decay_bytes(t);
+    }
     return b;
 }
 
-// INIT: each pair's share and onrm barriers of the CTA, one arrival and armed for the pair's sends.
+// INIT: each pair's share, onrm and decay barriers of the CTA, one arrival and armed for the pair's sends.
 void Machine::tail_arm(int p) {
     const int k = PlanV2::proc_cta(p);
     CtaState& cs = ctas_[size_t(k)];
-    for (MBar& b : cs.share) make(b, 1, p);
-    for (MBar& b : cs.onrm) make(b, 1, p);
+    for (auto* v : {&cs.share, &cs.onrm, &cs.decay})
+        for (MBar& b : *v) make(b, 1, p);
     std::vector<char> armed(cs.share.size(), 0);
     for (size_t i = 0; i < plan_.tasks.size(); ++i) {
         const V2Task& t = plan_.tasks[i];
         if (plan_.cta(t.cluster, t.rank) != k || armed[size_t(t.onrm)]++) continue;
-        expect(cs.share[size_t(t.onrm)], pair_bytes(int(i), false));
-        arrive(cs.share[size_t(t.onrm)], 1, procs_[size_t(p)].vc);
-        expect(cs.onrm[size_t(t.onrm)], pair_bytes(int(i), true));
-        arrive(cs.onrm[size_t(t.onrm)], 1, procs_[size_t(p)].vc);
+        for (V2Bar kind : {V2Bar::share, V2Bar::onrm, V2Bar::decay}) {
+            MBar& b = bar({kind, k, t.onrm}, p);
+            expect(b, pair_bytes(int(i), kind));
+            arrive(b, 1, procs_[size_t(p)].vc);
+        }
     }
 }
 
@@ -94,6 +103,7 @@ bool Machine::tail_step(int p, const V2Instr& in) {
     switch (in.opcode()) {
         case V2Op::PUBLISH: publish(p, in); return true;
         case V2Op::POLL: return poll(p, in);
+        case V2Op::DECAY: return decay(p, in);
         case V2Op::REC: return rec(p, in);
         default: return norm(p, in);
     }
@@ -158,26 +168,27 @@ void Machine::words_read(int p, const V2Instr& in, V2Op op) {
     }
 }
 
-// tail_landed: the pair's sends into the barrier a step reads (REC: the shares; NORM: the Σō²) landed,
-// were counted by its phase, and are ordered before the read (through that wait).
-void Machine::tail_landed(int p, const V2Instr& in, bool onrm) {
+// tail_landed: the pair's sends into the barrier a step reads (DECAY: the shares; REC: the decays;
+// NORM: the Σō²) landed, were counted by its phase, and are ordered before the read (through that wait).
+void Machine::tail_landed(int p, const V2Instr& in, V2Bar kind) {
     if (!on(Detector::tail_landed)) return;
     const TaskState& ts = tasks_[size_t(in.a)];
     const V2Task& me = plan_.tasks[size_t(in.a)];
     const Proc& pr = procs_[size_t(p)];
+    const char* what = kind == V2Bar::share ? "the share" : kind == V2Bar::onrm ? "the partial Σō²" : "the decays";
     for (int j : plan_.tail_pair(in.a)) {
         const V2Task& t = plan_.tasks[size_t(j)];
         const int sender = PlanV2::proc(plan_.cta(t.cluster, t.rank), V2Role::seam);
-        const int phase = (onrm ? ts.onrm_in : ts.share_in)[size_t(t.tile)];
-        const uint32_t clock = (onrm ? ts.onrm_clock : ts.share_clock)[size_t(t.tile)];
+        const int phase = ts.in[which(kind)][size_t(t.tile)];
+        const uint32_t clock = ts.clock[which(kind)][size_t(t.tile)];
         if (phase == 0 && pr.vc[size_t(local(sender))] >= clock) continue;
         fail(Detector::tail_landed,
-             plan_.proc_name(p) + " " + plan_.describe(in) + " reads " + (onrm ? "the partial Σō²" : "the share") + " of tile " + n(t.tile) +
-                 " from " + plan_.proc_name(sender) + ", which " +
+             plan_.proc_name(p) + " " + plan_.describe(in) + " reads " + what + " of tile " + n(t.tile) + " from " + plan_.proc_name(sender) +
+                 ", which " +
                  (phase < 0 ? std::string("has not landed")
                             : phase > 0 ? std::string("landed after the phase it waited for completed")
                                         : "landed, but nothing orders it before this read (no wait on " +
-                                              plan_.bar_name({onrm ? V2Bar::onrm : V2Bar::share, plan_.cta(me.cluster, me.rank), me.onrm}) + ")"),
+                                              plan_.bar_name({kind, plan_.cta(me.cluster, me.rank), me.onrm}) + ")"),
              {p, sender});
     }
 }
@@ -187,7 +198,7 @@ void Machine::tail_sends(int p, int task, Landing::Kind kind, const std::vector<
     for (int j : plan_.tail_pair(task)) {
         const V2Task& t = plan_.tasks[size_t(j)];
         const int k = plan_.cta(t.cluster, t.rank);
-        const V2BarRef b{kind == Landing::tail_share ? V2Bar::share : V2Bar::onrm, k, t.onrm};
+        const V2BarRef b{bar_of(kind), k, t.onrm};
         check_made(bar(b, p), p, "completes bytes of " + plan_.bar_name(b));
         tick(p);
         schedule({now_ + delay(p, false), 0, kind, j, task, pr.vc, data, p});
@@ -212,12 +223,15 @@ void Machine::land_tail(const Landing& l) {
     const V2Task& to = plan_.tasks[size_t(l.a)];
     const V2Task& from = plan_.tasks[size_t(l.b)];
     TaskState& ts = tasks_[size_t(l.a)];
-    const bool onrm = l.kind == Landing::tail_onrm;
-    MBar& b = bar({onrm ? V2Bar::onrm : V2Bar::share, plan_.cta(to.cluster, to.rank), to.onrm}, -1);
-    (onrm ? ts.onrm_in : ts.share_in)[size_t(from.tile)] = int(b.completed);
-    (onrm ? ts.onrm_clock : ts.share_clock)[size_t(from.tile)] = l.vc[size_t(local(l.proc))];
-    if (onrm) {
+    const V2Bar kind = bar_of(l.kind);
+    MBar& b = bar({kind, plan_.cta(to.cluster, to.rank), to.onrm}, -1);
+    ts.in[which(kind)][size_t(from.tile)] = int(b.completed);
+    ts.clock[which(kind)][size_t(from.tile)] = l.vc[size_t(local(l.proc))];
+    if (kind == V2Bar::onrm) {
         for (int t = 0; t < L; ++t) ts.onrm[size_t(from.tile) * size_t(L) + size_t(t)] = l.data[size_t(t)];
+    } else if (kind == V2Bar::decay) {  // [token][the sender's keys]
+        for (int t = 0; t < L; ++t)
+            for (int r = 0; r < from.qkn; ++r) ts.decay[size_t(t) * size_t(c.K) + size_t(from.qk0 + r)] = l.data[size_t(t) * size_t(from.qkn) + size_t(r)];
     } else {  // [token][q rows, k rows, f_a rows] of the sender's share
         size_t i = 0;
         for (int t = 0; t < L; ++t) {
@@ -226,7 +240,8 @@ void Machine::land_tail(const Landing& l) {
             for (int r = 0; r < from.fan; ++r) ts.fa[size_t(t) * size_t(c.F) + size_t(from.fa0 + r)] = bf16::from_bits(uint16_t(l.data[i++])).to_float();
         }
     }
-    complete_tx(b, onrm ? plan_.tail_onrm_bytes() : plan_.tail_share_bytes(from), l.vc);
+    complete_tx(b, kind == V2Bar::share ? plan_.tail_share_bytes(from) : kind == V2Bar::onrm ? plan_.tail_onrm_bytes() : plan_.tail_decay_bytes(from),
+                l.vc);
 }
 
 // POLL: the words of the task's share, beta and its v rows; the share to the pair (itself included).
@@ -255,29 +270,47 @@ bool Machine::poll(int p, const V2Instr& in) {
     return true;
 }
 
-// REC: g1 of the head (the task stores its share's columns), the decay, q̂ and k̂ a token, the
-// recurrence on its state rows (from the slot of the last accepted token; none: o is +0 and no state
-// is written), o, a state a token where the token has a slot; Σō² of its rows to the pair.
-bool Machine::rec(int p, const V2Instr& in) {
+// DECAY: g1 of the keys of the task's share (stored) and their decay, from the pair's f_a; the decays
+// to the pair (itself included); q̂ and k̂ of each token, for REC.
+bool Machine::decay(int p, const V2Instr& in) {
     Proc& pr = procs_[size_t(p)];
     if (!await(p, waits_[size_t(p)][pr.pc][0])) return false;
-    tail_landed(p, in, false);
+    tail_landed(p, in, V2Bar::share);
     const StepInputs& x = *step_;
     const Config& c = plan_.config();
     const V2Task& t = plan_.tasks[size_t(in.a)];
     TaskState& ts = tasks_[size_t(in.a)];
-    const int L = c.L, K = c.K, F = c.F, E = c.E(), h = t.head, v0 = t.tile * kV2TileRows, r = t.request;
-    const float A = exp_once(x.A_log[size_t(h)]), lb = float(c.lower_bound), l2 = float(c.l2_eps);
-    std::vector<float> decay(size_t(L) * size_t(K)), qn(static_cast<size_t>(K)), kn(static_cast<size_t>(K));
+    const int L = c.L, K = c.K, F = c.F, E = c.E(), h = t.head;
+    const float A = exp_once(x.A_log[size_t(h)]), lb = float(c.lower_bound);
+    std::vector<float> mine;  // [token][the share's keys]
     for (int tok = 0; tok < L; ++tok) {
-        const size_t s = size_t(r * L + tok);
-        for (int k = 0; k < K; ++k) {
+        const size_t s = size_t(t.request * L + tok);
+        for (int k = t.qk0; k < t.qk0 + t.qkn; ++k) {
             const int e = h * K + k;
             const bf16 g1 = tail_g1(tail_ord_, &ts.fa[size_t(tok) * size_t(F)], &x.f_b_w[size_t(e) * size_t(F)], F);
-            if (k >= t.qk0 && k < t.qk0 + t.qkn) res_.tail.g1[s * size_t(E) + size_t(e)] = g1;
-            decay[size_t(tok) * size_t(K) + size_t(k)] = tail_decay(A, g1, x.dt_bias[size_t(e)], lb);
+            res_.tail.g1[s * size_t(E) + size_t(e)] = g1;
+            mine.push_back(tail_decay(A, g1, x.dt_bias[size_t(e)], lb));
         }
+        const size_t at = size_t(tok) * size_t(K);
+        tail_l2(tail_ord_, &ts.q[at], &ts.k[at], K, float(c.l2_eps), &ts.qn[at], &ts.kn[at]);
     }
+    tick(p);
+    tail_sends(p, in.a, Landing::tail_decay, mine);
+    return true;
+}
+
+// REC: the recurrence on its state rows (from the slot of the last accepted token; none: o is +0 and
+// no state is written) with the pair's decays, o, a state a token where the token has a slot; Σō² of
+// its rows to the pair.
+bool Machine::rec(int p, const V2Instr& in) {
+    Proc& pr = procs_[size_t(p)];
+    if (!hooks_.skips_decay_wait(in.a) && !await(p, waits_[size_t(p)][pr.pc][0])) return false;
+    tail_landed(p, in, V2Bar::decay);
+    const StepInputs& x = *step_;
+    const Config& c = plan_.config();
+    const V2Task& t = plan_.tasks[size_t(in.a)];
+    TaskState& ts = tasks_[size_t(in.a)];
+    const int L = c.L, K = c.K, E = c.E(), h = t.head, v0 = t.tile * kV2TileRows, r = t.request;
     std::fill(ts.o.begin(), ts.o.end(), bf16{});  // +0: a request without an initial state
     const int32_t init = x.idx(r, x.num_accepted[size_t(r)] - 1);
     if (init > 0) {
@@ -285,8 +318,8 @@ bool Machine::rec(int p, const V2Instr& in) {
         for (int v = 0; v < kV2TileRows; ++v)
             for (int k = 0; k < K; ++k) St[size_t(v) * size_t(K) + size_t(k)] = x.ssm_state[size_t(x.ssm_at(init, h, v0 + v, k))];
         for (int tok = 0; tok < L; ++tok) {
-            tail_l2(tail_ord_, &ts.q[size_t(tok) * size_t(K)], &ts.k[size_t(tok) * size_t(K)], K, l2, qn.data(), kn.data());
-            tail_rec_token(tail_ord_, St.data(), kV2TileRows, K, &decay[size_t(tok) * size_t(K)], kn.data(), qn.data(),
+            const size_t at = size_t(tok) * size_t(K);
+            tail_rec_token(tail_ord_, St.data(), kV2TileRows, K, &ts.decay[at], &ts.kn[at], &ts.qn[at],
                            &ts.v[size_t(tok) * kV2TileRows], ts.beta[size_t(tok)], &ts.o[size_t(tok) * kV2TileRows]);
             if (const int32_t slot = x.idx(r, tok); slot > 0)
                 for (int v = 0; v < kV2TileRows; ++v)
@@ -318,7 +351,7 @@ bool Machine::norm(int p, const V2Instr& in) {
             return false;
     }
     words_read(p, in, V2Op::NORM);
-    tail_landed(p, in, true);
+    tail_landed(p, in, V2Bar::onrm);
     const Config& c = plan_.config();
     const V2Task& t = plan_.tasks[size_t(in.a)];
     const TaskState& ts = tasks_[size_t(in.a)];

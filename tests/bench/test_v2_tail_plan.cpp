@@ -37,7 +37,7 @@ void swap_tasks(PlanV2& p, int i, int j) {
     std::swap(p.tasks[size_t(i)], p.tasks[size_t(j)]);
     for (auto& prog : p.programs)
         for (V2Instr& in : prog)
-            if (in.opcode() == V2Op::POLL || in.opcode() == V2Op::REC || in.opcode() == V2Op::NORM) in.a = in.a == i ? j : in.a == j ? i : in.a;
+            if (in.opcode() >= V2Op::POLL && in.opcode() <= V2Op::NORM) in.a = in.a == i ? j : in.a == j ? i : in.a;
 }
 
 }  // namespace
@@ -72,25 +72,30 @@ TEST_CASE("what the tail kernel takes for granted, planted wrong, is named") {
         p.tasks[0].qkn -= 1, p.tasks[1].qk0 -= 1, p.tasks[1].qkn += 1;  // q and k rows 0..14 and 15..32: still once each
         names(p, "task 0's share is not whole bf16 pairs");
     }
-    SUBCASE("a task's POLL not followed by its REC") {
+    SUBCASE("a share of other than K / T keys") {
+        PlanV2 p = tail_plan(1, 1);
+        p.tasks[0].qkn -= 2, p.tasks[1].qk0 -= 2, p.tasks[1].qkn += 2;  // keys 0..13 and 14..31: whole pairs, each once
+        names(p, "task 0's share has 14 keys, not the K / T");
+    }
+    SUBCASE("a task's POLL not followed by its DECAY") {
         PlanV2 p = tail_plan(4, 1);  // 48 pairs on 15 clusters: CTAs with several tasks
         bool moved = false;
-        for (int k = 0; k < p.ctas() && !moved; ++k) {  // on every rank of a cluster alike: POLL a, POLL b, REC a, NORM a, REC b, NORM b
+        for (int k = 0; k < p.ctas() && !moved; ++k) {  // on every rank of a cluster alike: POLL a, POLL b, DECAY a, REC a, NORM a, DECAY b ..
             if (p.rank_of(k) == 0) {
                 const int c = p.cluster_of(k);
                 auto& first = p.programs[size_t(PlanV2::proc(k, V2Role::seam))];
                 const auto at = std::find_if(first.begin(), first.end(), [](const V2Instr& in) { return in.opcode() == V2Op::POLL; });
-                if (at + 4 >= first.end() || (at + 3)->opcode() != V2Op::POLL) continue;
+                if (at + 5 >= first.end() || (at + 4)->opcode() != V2Op::POLL) continue;
                 const long i = at - first.begin();
                 for (int r = 0; r < p.params().ranks; ++r) {
                     auto& prog = p.programs[size_t(PlanV2::proc(p.cta(c, r), V2Role::seam))];
-                    std::rotate(prog.begin() + i + 1, prog.begin() + i + 3, prog.begin() + i + 4);
+                    std::rotate(prog.begin() + i + 1, prog.begin() + i + 4, prog.begin() + i + 5);
                 }
                 moved = true;
             }
         }
         REQUIRE(moved);
-        names(p, "is not followed by its task's REC");
+        names(p, "is not followed by its task's DECAY");
     }
 }
 

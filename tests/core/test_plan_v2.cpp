@@ -346,44 +346,48 @@ TEST_CASE("the parameters: the seam where its shared memory fits beside in_proj'
 }
 
 TEST_CASE("the tail's shared memory: the production shape's offsets as worked out by hand, and where one launch does not fit") {
-    // 1 pair, L = 1: barriers 16 bytes; q, k, f_a 256 each; beta 4 -> 800; v, o 32 each; Σō² 8 tiles × 4;
-    // 32 wait rows × 4; staged words 32 × 8 × 2 = 512; decay, q̂, k̂ 512 each; f_b_w 128 × 128 × 2; dt_bias 512
+    // 1 pair, L = 1: barriers 3 × 8 -> 32; q, k, f_a 256 each; beta 4 -> 816; v, o 32 each; Σō² 8 tiles
+    // × 4; decays 128 × 4; 32 wait rows × 4; staged words 32 × 8 × 2 = 512; q̂, k̂ 512 each; the task's 16
+    // rows of f_b_w 16 × 128 × 2; their dt_bias 64
     const V2TailLayout l = V2TailLayout::make(0, 1, 1, 128, 128, 8);
-    CHECK(std::vector<int>{l.bars, l.q, l.k, l.fa, l.beta, l.v, l.o, l.onrm, l.wrow, l.stage, l.decay, l.qn, l.kn, l.fb, l.dtb, l.bytes} ==
-          std::vector<int>{0, 16, 272, 528, 784, 800, 832, 864, 896, 1024, 1536, 2048, 2560, 3072, 35840, 36352});
-    CHECK(V2TailLayout::make(100, 1, 1, 128, 128, 8).q == 128);  // from an unaligned base: aligned first
-    // 3 pairs, L = 2: the shares 3 × 2 × 128 × 2 = 1536 bytes each
+    CHECK(std::vector<int>{l.bars, l.q, l.k, l.fa, l.beta, l.v, l.o, l.onrm, l.decay, l.wrow, l.stage, l.qn, l.kn, l.fb, l.dtb, l.bytes} ==
+          std::vector<int>{0, 32, 288, 544, 800, 816, 848, 880, 912, 1424, 1552, 2064, 2576, 3088, 7184, 7248});
+    CHECK(V2TailLayout::make(100, 1, 1, 128, 128, 8).q == 144);  // from an unaligned base: aligned first
+    // 3 pairs, L = 2: the shares 3 × 2 × 128 × 2 = 1536 bytes each, the decays 3 × 2 × 128 × 4
     const V2TailLayout m = V2TailLayout::make(0, 3, 2, 128, 128, 8);
     CHECK(m.k - m.q == 1536);
-    CHECK(m.bytes - m.dtb == 128 * 4);
+    CHECK(m.wrow - m.decay == 3072);
+    CHECK(m.bytes - m.dtb == 16 * 4);
     // The plan counts it after in_proj's and the seam's, from the next 16-byte boundary: 1 × 1 with the seam
     const Config one = step("k3", 1, 1);
     const PlanV2 bare = PlanV2::build(one, PlanV2Params::for_config(one)), tail = PlanV2::build(one, PlanV2Params::for_config(one, 1));
     REQUIRE(tail.has_seam());
     CHECK(tail.tail_pairs(0) == 1);
     CHECK(tail.tail_pairs(12 * 8) == 0);  // clusters 12-14 have no head at R = 1
-    CHECK(tail.smem_bytes(0) == (bare.smem_bytes(0) + 15) / 16 * 16 + 36352);
+    CHECK(tail.smem_bytes(0) == (bare.smem_bytes(0) + 15) / 16 * 16 + 7248);
     CHECK(tail.smem_bytes(12 * 8) == bare.smem_bytes(12 * 8));
     CHECK(tail.problems().empty());
-    // at nb 4 the seam stays on with the tail wherever it is on without (S <= 4); at nb 8 (8 bank rows
-    // a row in the seam's inputs) 1 × 4 fits the seam beside in_proj but not beside the tail too
+    // the seam stays on with the tail wherever it is on without (S <= 4), at nb 4 and at nb 8 (8 bank rows
+    // a row in the seam's inputs: 1 × 4 fits with 976 bytes to spare)
     CHECK(PlanV2Params::for_config(step("k3", 1, 4), 1).seam == 1);
     CHECK(PlanV2Params::for_config(step("k3", 4, 1), 1).seam == 1);
     CHECK(PlanV2Params::for_config(step("k3", 1, 4), 1).tail == 1);
     Config wide = step("k3", 1, 4);
     wide.nb = 8;
     CHECK(PlanV2Params::for_config(wide).seam == 1);
-    CHECK(PlanV2Params::for_config(wide, 1).seam == 0);
-    CHECK(PlanV2::build(wide, PlanV2Params::for_config(wide, 1)).problems().empty());
+    CHECK(PlanV2Params::for_config(wide, 1).seam == 1);
+    const PlanV2 w = PlanV2::build(wide, PlanV2Params::for_config(wide, 1));
+    CHECK(w.smem_bytes(0) == kV2SmemBytes - 976);
+    CHECK(w.problems().empty());
     // 8 × 8: R·H = 96 pairs over 15 clusters, 7 on cluster 0; in_proj's and the tail's memory alone do not fit
     const Config big = step("k3", 8, 8);
     const PlanV2 p = PlanV2::build(big, PlanV2Params::for_config(big, 1));
     CHECK_FALSE(p.has_seam());
     CHECK(p.tail_pairs(0) == 7);
     // in_proj at S = 64: ring 3 × 16384, x 64 × 904 × 2, receive 2 × 8 × 8 × 64 × 4, pair buffer 4 × 32 × 8 × 16
-    // = 214016; the tail: barriers 112, shares 3 × 14336, beta 224, v, o, Σō² 1792 each, wait rows 128,
-    // staged words 4096, REC's vectors 3 × 4096, f_b_w 32768, dt_bias 512 = 98512
-    CHECK(p.smem_bytes(0) == 214016 + 98512);
+    // = 214016; the tail: barriers 168 -> 176, shares 3 × 14336, beta 224, v, o, Σō² 1792 each, decays
+    // 28672, wait rows 128, staged words 4096, q̂ and k̂ 2 × 4096, f_b_w 4096, dt_bias 64 = 94032
+    CHECK(p.smem_bytes(0) == 214016 + 94032);
     CHECK(p.smem_bytes(0) > kV2SmemBytes);
     std::vector<std::string> fits;
     for (const auto& pr : p.problems()) fits.push_back(pr.check);
@@ -460,7 +464,7 @@ TEST_CASE("the tail's tasks: a (request, head)'s tiles on the ranks of one clust
     CHECK(small.problems().empty());
 }
 
-TEST_CASE("the tail's steps and waits: PUBLISH after each REDUCE, a task's POLL, REC and NORM after the seam, as worked out by hand") {
+TEST_CASE("the tail's steps and waits: PUBLISH after each REDUCE, a task's POLL, DECAY, REC and NORM after the seam, as worked out by hand") {
     Config c = step("k3", 1, 4);
     const PlanV2 p = PlanV2::build(c, PlanV2Params::for_config(c, 1));
     REQUIRE(p.has_seam());
@@ -485,7 +489,7 @@ TEST_CASE("the tail's steps and waits: PUBLISH after each REDUCE, a task's POLL,
     for (const V2Instr& in : prog) ops.push_back({in.opcode(), in.a});
     const std::vector<std::pair<V2Op, int>> want = {{V2Op::SYNC, p.barrier_index(3, V2Point::entry)},
                                                    {V2Op::LOAD, k}, {V2Op::PART, k}, {V2Op::GATE, k}, {V2Op::MIX, k}, {V2Op::X, k},
-                                                   {V2Op::POLL, 26}, {V2Op::REC, 26}, {V2Op::NORM, 26},
+                                                   {V2Op::POLL, 26}, {V2Op::DECAY, 26}, {V2Op::REC, 26}, {V2Op::NORM, 26},
                                                    {V2Op::SYNC, p.barrier_index(3, V2Point::exit)}};
     CHECK(ops == want);
     // POLL waits for the words of the 8-row groups of: q rows 3·128 + 32 .., k rows 1536 + 416 .., v rows
@@ -496,17 +500,20 @@ TEST_CASE("the tail's steps and waits: PUBLISH after each REDUCE, a task's POLL,
             if (x.bar.kind == kind) r.insert(kind == V2Bar::words ? p.recvs[size_t(x.bar.index)].row0 : x.bar.index);
         return r;
     };
-    const std::vector<V2Wait> poll = p.waits(sp, 6), rec = p.waits(sp, 7), norm = p.waits(sp, 8);
+    const std::vector<V2Wait> poll = p.waits(sp, 6), decay = p.waits(sp, 7), rec = p.waits(sp, 8), norm = p.waits(sp, 9);
     CHECK(rows_of(poll, V2Bar::words) == std::set<int>{416, 424, 1952, 1960, 3488, 3496, 6176, 6184, 6272});
     CHECK(poll.size() == 9);
     for (const V2Wait& x : poll) CHECK(x.round == 0);
+    REQUIRE(decay.size() == 1);
+    CHECK(decay[0].bar == V2BarRef{V2Bar::share, k, 0});
     REQUIRE(rec.size() == 1);
-    CHECK(rec[0].bar == V2BarRef{V2Bar::share, k, 0});
+    CHECK(rec[0].bar == V2BarRef{V2Bar::decay, k, 0});
+    CHECK(p.wait_texts(sp, 8)[0] == "decay[pair 0] of CTA 26 round 0");
     // NORM: g's rows 4608 + 416 .. 431, then the pair's Σō²
     REQUIRE(norm.size() == 3);
     CHECK(rows_of(norm, V2Bar::words) == std::set<int>{5024, 5032});
     CHECK(norm[2].bar == V2BarRef{V2Bar::onrm, k, 0});
-    CHECK(p.wait_texts(sp, 8)[2] == "onrm[pair 0] of CTA 26 round 0");
+    CHECK(p.wait_texts(sp, 9)[2] == "onrm[pair 0] of CTA 26 round 0");
     CHECK(p.describe(prog[6]) == "POLL(task 26: request 0, head 3, rows 32..47)");
     // R = 2, L = 1: cluster 0 has pairs q 0 and 15, each rank takes them in that order, on its barriers 0 and 1
     c = step("k3", 2, 1);
@@ -514,8 +521,8 @@ TEST_CASE("the tail's steps and waits: PUBLISH after each REDUCE, a task's POLL,
     std::vector<std::pair<V2Op, int>> tail_ops;
     for (const V2Instr& in : two.programs[size_t(PlanV2::proc(two.cta(0, 5), V2Role::seam))])
         if (in.opcode() >= V2Op::POLL) tail_ops.push_back({in.opcode(), in.a});
-    CHECK(tail_ops == std::vector<std::pair<V2Op, int>>{{V2Op::POLL, 5}, {V2Op::REC, 5}, {V2Op::NORM, 5},
-                                                       {V2Op::POLL, 125}, {V2Op::REC, 125}, {V2Op::NORM, 125}});
+    CHECK(tail_ops == std::vector<std::pair<V2Op, int>>{{V2Op::POLL, 5}, {V2Op::DECAY, 5}, {V2Op::REC, 5}, {V2Op::NORM, 5},
+                                                       {V2Op::POLL, 125}, {V2Op::DECAY, 125}, {V2Op::REC, 125}, {V2Op::NORM, 125}});
     CHECK(two.waits(PlanV2::proc(two.cta(0, 5), V2Role::seam), int(two.programs[size_t(PlanV2::proc(two.cta(0, 5), V2Role::seam))].size()) - 2)
               .back()
               .bar == V2BarRef{V2Bar::onrm, two.cta(0, 5), 1});

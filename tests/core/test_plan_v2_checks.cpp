@@ -218,10 +218,17 @@ TEST_CASE("a tail plan's steps: one dropped, reordered, misplaced or out of orde
              red.erase(red.begin() + 2);
          }},
         // task 3's REC before its POLL
-        {"tail_programs", "task 3 (request 0, head 0, tile 3) does not have POLL, REC and NORM once each, in that order",
+        {"tail_programs", "task 3 (request 0, head 0, tile 3) does not have POLL, DECAY, REC and NORM once each, in that order",
          [](PlanV2& p) {
              const auto poll = tail_step(p, 3, V2Op::POLL), rec = tail_step(p, 3, V2Op::REC);
              std::swap(p.programs[size_t(poll.first)][poll.second], p.programs[size_t(rec.first)][rec.second]);
+         }},
+        // task 1's DECAY dropped: its REC would wait for decays it never computed, and its peers for its share of them
+        {"tail_programs", "task 1 (request 0, head 0, tile 1) does not have POLL, DECAY, REC and NORM once each, in that order",
+         [](PlanV2& p) {
+             const auto d = tail_step(p, 1, V2Op::DECAY);
+             auto& prog = p.programs[size_t(d.first)];
+             prog.erase(prog.begin() + long(d.second));
          }},
         // task 2's steps moved before its CTA's seam: the tail would hold x behind it
         {"tail_programs", "task 2 (request 0, head 0, tile 2)'s POLL comes before the seam's LOAD",

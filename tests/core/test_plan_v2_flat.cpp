@@ -36,7 +36,7 @@ TEST_CASE("the flat table: the header's counts, words where worked out by hand, 
     const PlanV2 p = plan_for("small", 2, 4);
     std::vector<int32_t> w = p.serialize();
     const PlanV2Header h = read_v2_header(w);
-    CHECK(h.version == 4);
+    CHECK(h.version == 5);
     CHECK(h.n_tasks == 0);  // no tail
     CHECK(h.seam == 1);  // the small shape's seam: a slice of 32 columns a rank
     CHECK(h.nb == 4);
@@ -74,7 +74,7 @@ TEST_CASE("the flat table: the header's counts, words where worked out by hand, 
     refused(bad, "do not match its length");
     bad = w;
     bad[1] = 1;
-    refused(bad, "version 1 (expected 4)");
+    refused(bad, "version 1 (expected 5)");
     // the seam's tables follow the barriers: row 1's owner rank 1; CTA 9 (cluster 1 rank 1) owns one row,
     // armed for its 8 senders' part sends of one row x 5 sources x 1 slice x 8 bytes; its first send is to CTA 8's part
     CHECK(L.seam_owner == L.barriers + 4 * 3);
@@ -101,19 +101,25 @@ TEST_CASE("the tail in the flat table: the tasks after the seam's sends, each as
     // task 5: (request 1, head 0, tile 1) on cluster 0 rank 1, barrier 1, q/k rows 16 + 16, f_a rows 8 + 8
     CHECK(std::vector<int32_t>(w.begin() + L.tasks + 5 * 10, w.begin() + L.tasks + 6 * 10) ==
           std::vector<int32_t>{1, 0, 1, 0, 1, 1, 16, 16, 8, 8});
-    // CTA 1's seam team: ... X, then tasks 1 and 5's POLL, REC, NORM; task 5's REC waits for share[pair 1] of CTA 1
+    // CTA 1's seam team: ... X, then tasks 1 and 5's POLL, DECAY, REC, NORM; task 5's DECAY waits for
+    // share[pair 1] of CTA 1, its REC for decay[pair 1] (V2Bar 8 and 10)
     const PlanV2View v{w.data(), L};
     const int q = PlanV2::proc(1, V2Role::seam), end = v.prog_begin(q + 1);
+    CHECK(v.instr(end - 4).op == int32_t(V2Op::DECAY));
     CHECK(v.instr(end - 3).op == int32_t(V2Op::REC));
     CHECK(v.instr(end - 3).a == 5);
-    const int wi = w[size_t(L.wait_begin + end - 3)];
-    CHECK(std::vector<int32_t>(w.begin() + L.waits + wi * 4, w.begin() + L.waits + wi * 4 + 4) ==
-          std::vector<int32_t>{int32_t(V2Bar::share), 1, 1, 0});
-    CHECK(v.wait_begin(end - 3) == wi);  // the view's reading of the same words
-    CHECK(v.wait_begin(end - 2) == wi + 1);
+    const int wi = w[size_t(L.wait_begin + end - 4)];
+    CHECK(std::vector<int32_t>(w.begin() + L.waits + wi * 4, w.begin() + L.waits + wi * 4 + 8) ==
+          std::vector<int32_t>{8, 1, 1, 0, 10, 1, 1, 0});
+    CHECK(v.wait_begin(end - 4) == wi);  // the view's reading of the same words
+    CHECK(v.wait_begin(end - 3) == wi + 1);
+    CHECK(v.wait_begin(end - 2) == wi + 2);
     CHECK((v.wait(wi).bar.kind == V2Bar::share && v.wait(wi).bar.cta == 1 && v.wait(wi).bar.index == 1 && v.wait(wi).round == 0));
-    // what INIT arms the pair's barriers with, from the tasks as the device reads them: 2 tasks, (16 + 16 + 8) rows, 4 tokens, bf16
+    CHECK((v.wait(wi + 1).bar.kind == V2Bar::decay && v.wait(wi + 1).bar.cta == 1 && v.wait(wi + 1).bar.index == 1));
+    // what INIT arms the pair's barriers with, from the tasks as the device reads them: 2 tasks, (16 + 16 + 8) rows, 4 tokens, bf16;
+    // 16 keys' decays of 4 tokens, f32
     CHECK(v2_share_bytes(v.task(5), c.L) == (16 + 16 + 8) * 4 * 2);
+    CHECK(v2_decay_bytes(v.task(5), c.L) == 16 * 4 * 4);
     CHECK(v2_onrm_bytes(c.L) == 16);
     std::vector<int32_t> bad = w;
     bad[size_t(L.tasks + 5 * 10 + 3)] = 7;  // task 5 on cluster 7 of 2

@@ -137,7 +137,7 @@ TEST_CASE("a malformed file is refused, naming the value and the problem") {
         {"not an object", "[1, 2]", "plan v2 file: must be an object"},
         {"kernel v1's file", edited([](json& j) { j["format"] = "monokda-plan"; }), "format: is \"monokda-plan\": kernel v1's plan file"},
         {"another format", edited([](json& j) { j["format"] = "x"; }), "format: must be \"monokda-plan-v2\""},
-        {"an older version", edited([](json& j) { j["version"] = 3; }), "version: is 3; this monokda reads version 4 (an older file"},
+        {"an older version", edited([](json& j) { j["version"] = 4; }), "version: is 4; this monokda reads version 5 (an older file"},
         {"a missing key", edited([](json& j) { j.erase("cluster_first"); }), "has no \"cluster_first\""},
         {"an unknown key", edited([](json& j) { j["ctas"][0]["extra"] = 1; }), "ctas[0]: unknown key \"extra\""},
         {"a wrong type", edited([](json& j) { j["recv_slots"] = "2"; }), "recv_slots: must be an integer"},

@@ -46,7 +46,9 @@ const V2Prepared& small_v2_tail() {
     return p;
 }
 
-bool in_tail(Fault f) { return f == Fault::tail_word_unwaited || f == Fault::tail_stale_tag || f == Fault::tail_onrm_unwaited; }
+bool in_tail(Fault f) {
+    return f == Fault::tail_word_unwaited || f == Fault::tail_stale_tag || f == Fault::tail_onrm_unwaited || f == Fault::tail_decay_unwaited;
+}
 
 V2EmulateResult run(Fault f, const Schedule& s, DetectorSet d = {}) {
     V2EmulateOptions o;
@@ -91,10 +93,10 @@ TEST_CASE("kernel v2's faults are in the catalogue, each one detector's, refused
         int sole = 0;
         for (const DetectorInfo& d : detector_list()) sole += d.sole == f.fault;
         // a dropped hand-off or words that never carry the step's tag are a hang, the deadlock detector's
-        // (whose own fault is kernel v1's)
-        CHECK(sole == (f.fault == Fault::seam_wgt_dropped || f.fault == Fault::tail_stale_tag ? 0 : 1));
+        // (whose own fault is kernel v1's); the decays' wait is tail_landed's second (its own is the Σō²'s)
+        CHECK(sole == (f.fault == Fault::seam_wgt_dropped || f.fault == Fault::tail_stale_tag || f.fault == Fault::tail_decay_unwaited ? 0 : 1));
     }
-    CHECK(v2 == 10);
+    CHECK(v2 == 11);
     CHECK_THROWS_AS(FaultHooks{Fault::missing_xrdy}.require_kernel(2), BadInput);
 }
 
@@ -230,10 +232,20 @@ TEST_CASE("partial norms summed without waiting: VISIBILITY_FAULT by tail_landed
     });
 }
 
+TEST_CASE("decays used without waiting: VISIBILITY_FAULT by tail_landed at task 0's REC, naming the sender") {
+    each_schedule(Fault::tail_decay_unwaited, Detector::tail_landed, {Detector::none, Detector::result}, [&](const V2EmulateResult& r) {
+        REQUIRE(r.run.named.size() == 2);
+        CHECK(r.run.named[0] == PlanV2::proc(0, V2Role::seam));
+        CHECK(PlanV2::proc_role(r.run.named[1]) == V2Role::seam);
+        CHECK(contains(r.run.detail, "CTA 0 (cluster 0 rank 0) seam REC(task 0: request 0, head 0, rows 0..15) reads the decays of tile "));
+        CHECK(r.problems.empty());
+    });
+}
+
 TEST_CASE("the tail's faults are refused where the plan leaves the tail out") {
     V2EmulateOptions o;
     o.fixture.preset = "small";
-    for (Fault f : {Fault::tail_word_unwaited, Fault::tail_stale_tag, Fault::tail_onrm_unwaited}) {
+    for (Fault f : {Fault::tail_word_unwaited, Fault::tail_stale_tag, Fault::tail_onrm_unwaited, Fault::tail_decay_unwaited}) {
         o.fault = f;
         CHECK_THROWS_WITH_AS(emulate_v2(small_v2(), o), doctest::Contains("is planted in the tail, which this plan leaves out"), BadInput);
     }
