@@ -222,24 +222,21 @@ TEST_CASE("words published with the step before's tag: DEADLOCK, the polling tas
     });
 }
 
-TEST_CASE("partial norms summed without waiting: VISIBILITY_FAULT by tail_landed at task 0's NORM, naming the sender") {
-    each_schedule(Fault::tail_onrm_unwaited, Detector::tail_landed, {Detector::none, Detector::result}, [&](const V2EmulateResult& r) {
-        REQUIRE(r.run.named.size() == 2);
-        CHECK(r.run.named[0] == PlanV2::proc(0, V2Role::seam));
-        CHECK(PlanV2::proc_role(r.run.named[1]) == V2Role::seam);
-        CHECK(contains(r.run.detail, "CTA 0 (cluster 0 rank 0) seam NORM(task 0: request 0, head 0, rows 0..15) reads the partial Σō² of tile "));
-        CHECK(r.problems.empty());
-    });
-}
-
-TEST_CASE("decays used without waiting: VISIBILITY_FAULT by tail_landed at task 0's REC, naming the sender") {
-    each_schedule(Fault::tail_decay_unwaited, Detector::tail_landed, {Detector::none, Detector::result}, [&](const V2EmulateResult& r) {
-        REQUIRE(r.run.named.size() == 2);
-        CHECK(r.run.named[0] == PlanV2::proc(0, V2Role::seam));
-        CHECK(PlanV2::proc_role(r.run.named[1]) == V2Role::seam);
-        CHECK(contains(r.run.detail, "CTA 0 (cluster 0 rank 0) seam REC(task 0: request 0, head 0, rows 0..15) reads the decays of tile "));
-        CHECK(r.problems.empty());
-    });
+TEST_CASE("a pair's hand-off used without waiting: VISIBILITY_FAULT by tail_landed at task 0's step, naming the sender") {
+    struct Case {
+        Fault fault;
+        const char* reads;  // what the step reads, as the detail names it
+    };
+    for (const Case& x : {Case{Fault::tail_onrm_unwaited, "NORM(task 0: request 0, head 0, rows 0..15) reads the partial Σō² of tile "},
+                          Case{Fault::tail_decay_unwaited, "REC(task 0: request 0, head 0, rows 0..15) reads the decays of tile "}}) {
+        each_schedule(x.fault, Detector::tail_landed, {Detector::none, Detector::result}, [&](const V2EmulateResult& r) {
+            REQUIRE(r.run.named.size() == 2);
+            CHECK(r.run.named[0] == PlanV2::proc(0, V2Role::seam));
+            CHECK(PlanV2::proc_role(r.run.named[1]) == V2Role::seam);
+            CHECK(contains(r.run.detail, std::string("CTA 0 (cluster 0 rank 0) seam ") + x.reads));
+            CHECK(r.problems.empty());
+        });
+    }
 }
 
 TEST_CASE("the tail's faults are refused where the plan leaves the tail out") {
