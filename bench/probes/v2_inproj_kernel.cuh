@@ -15,6 +15,7 @@
 #include "bench/probes/v2_inproj_walk.hpp"
 #include "bench/probes/v2_seam.cuh"
 #include "bench/probes/v2_tail_hop.cuh"
+#include "bench/probes/v2_tail_kernel.cuh"
 
 #include <cstdint>
 
@@ -28,6 +29,11 @@ constexpr int kXStride = kSliceCols + 8;  // x row in shared memory (bf16): 16-b
 constexpr int kMaxStages = 16, kMaxSlots = 4, kMaxUnits = 128, kMaxRunChunks = 64;
 constexpr int kSmemMax = 227 * 1024;
 constexpr int kCopies = 4;  // weight copies rotated so that L2 never holds the one read
+// Args::tail: the plan's tail in the same launch (the fused mode): the reducer runs each PUBLISH of its
+// program after the entry's REDUCE, warps 2-3 (the seam team's spare warps, after the seam) the CTA's
+// tasks, POLL, DECAY, REC and NORM (v2_tail_kernel.cuh), on named barrier 7 and the tail's
+// V2TailLayout after in_proj's and the seam's shared memory
+constexpr int kTailPlan = 8, kTailTeam = 64, kTailBar = 7;
 
 struct Args {
     const unsigned char* w;       // packed weight, one copy (PlanV2::pack_weight)
@@ -64,13 +70,14 @@ struct Args {
                                   // 4: each group polled once the CTA's own cluster has sent its last unit of it;
                                   // 5: both warps poll each group together, 16 pieces a lane a round; 6: the shared poll,
                                   // rank t polling its share of q, k, f_a and forwarding it to its peers (await_tail); 7: 6 in one
-                                  // batch (kShareBatch pieces a lane)
+                                  // batch (kShareBatch pieces a lane); kTailPlan: the plan's tail (ta)
     signed char tail_after[kClusters][3];  // cluster c's last unit (index in the cluster) of f_a+beta, head c's q, k, v, g
     int free_first;               // the reducer frees a receive slot before it stores the rows it summed
     uint32_t* tagged;             // [S][N] tagged words, never cleared
     uint32_t tag;                 // the step's tag (16 bits, never 0)
     uint32_t* assembled;          // tail 6, 7: [kTailHeads * kRanks][kShareMaxS][kAssembledRows] each rank's assembled q, k,
                                   // f_a as tagged words, written after in_proj's end (for the check)
+    v2tail::TailArgs ta;          // kTailPlan: the tail's inputs and outputs (proj this launch's, words `tagged`, tag `tag`)
     __device__ bool ready(uint64_t* bar, uint32_t parity) const {  // this CTA's barrier, completed in this CTA
         return poll == 1 ? mbar_test_wait(bar, parity) : poll == 2 ? mbar_try_wait_hint(bar, parity, 32) : mbar_try_wait(bar, parity);
     }
@@ -163,7 +170,7 @@ __device__ bool produce(Producer& p, const Cta& k, const unsigned char* run, uin
 // rank order, rounds once (#3) and stores the entry's 8 rows; RELEASE e: the slot freed on every rank
 // with the plan's count (rank 0 making up for the owners a short unit lacks).
 template <int NT>
-__device__ void reduce(const Cta& k, int lane) {
+__device__ void reduce(const Cta& k, int lane, const v2tail::Cta* tail) {
     constexpr int kCols = (NT * 8 + 31) / 32;  // columns a lane sums
     const Args& a = k.a;
     const PlanV2View& v = a.plan;
@@ -203,8 +210,11 @@ __device__ void reduce(const Cta& k, int lane) {
                 const int col = lane + 32 * c;
                 if (col >= a.S) continue;
                 *reinterpret_cast<uint4*>(a.proj + size_t(col) * N + rv.row0) = make_uint4(packed[c][0], packed[c][1], packed[c][2], packed[c][3]);
-                if (a.tail) publish_tagged(a.tagged, col, rv.row0, packed[c], a.tag);
+                if (a.tail && !tail) publish_tagged(a.tagged, col, rv.row0, packed[c], a.tag);
             }
+        } else if (in.op == int32_t(V2Op::PUBLISH) && tail) {
+            __syncwarp();  // every lane's proj rows stored: PUBLISH reads them back by (row, request)
+            tail->publish(in.a, lane);
         } else if (in.op == int32_t(V2Op::RELEASE)) {
             release(v.free_entry(in.a));
         }
@@ -426,11 +436,21 @@ __device__ void await_tail(const Cta& k, int warp, int lane) {
     }
 }
 
+// kTailPlan: the CTA's tasks on warps 2-3, from the seam team's program: its pairs' barriers armed
+// (after the entry barrier: a send that lands first cannot complete a phase before its arm), then its
+// POLL, DECAY, REC and NORM steps in order (the seam's and the cluster barriers are the kernel's own).
+__device__ void run_tail(const v2tail::Cta& t) {
+    const PlanV2View& v = t.a.plan;
+    const int seam = t.cta * kV2ProcsPerCta + 2 + kV2Consumers;  // PlanV2::proc(cta, V2Role::seam)
+    t.arm(seam, t.tid, t.team);
+    for (int gi = v.prog_begin(seam); gi < v.prog_begin(seam + 1); ++gi) t.step(v.instr(gi), gi, now_ns());
+}
+
 // KQ k-steps a chunk, NT n-tiles of 8 columns of x (S ≤ 8·NT): a unit of mt tiles is kKSteps / KQ
 // chunks of KQ·mt tiles (the plan's packing order, [k-step][m-tile], so a chunk is contiguous); the
 // ring's slots hold KQ·4 tiles. Warp 0 produces, warp 1 reduces, warps 4-11 consume.
 template <int KQ, int NT>
-__global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(kThreads, 1) inproj(const Args a) {
+__global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(kThreads, 1) inproj(const __grid_constant__ Args a) {
     static_assert(kKSteps % KQ == 0 && KQ % 2 == 0, "a unit is whole chunks, each split evenly by parity");
     extern __shared__ __align__(1024) unsigned char smem[];
     __shared__ uint64_t full[kMaxStages], empty[kMaxStages], recv_bar[kMaxSlots], free_bar[kMaxSlots];
@@ -440,7 +460,11 @@ __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(kThreads, 1) in
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int rank = int(cluster_rank()), cl = int(cluster_id()), cta = cl * kRanks + rank;
     const Smem L = Smem::layout(NT, KQ * 4 * kTileBytes, a.stages, a.slots);
-    const int share_at = share_offset(a.seam ? SeamSmem::layout(L.bytes, a.S, a.sa.nb).bytes : L.bytes);  // the host's smem_bytes
+    const int rest = a.seam ? SeamSmem::layout(L.bytes, a.S, a.sa.nb).bytes : L.bytes;
+    const int share_at = share_offset(rest);  // the host's smem_bytes
+    const bool plan_tail = a.tail == kTailPlan;
+    const V2TailLayout tail_at = V2TailLayout::make(rest, a.ta.pairs, a.ta.L, v2tail::kK, v2tail::kF, v2tail::kT);
+    auto tail_cta = [&](int tid) { return v2tail::Cta{a.ta, reinterpret_cast<char*>(smem), tail_at, cta, tid, kTailTeam, kTailBar}; };
     const bool shares = shared_poll(a.tail) && cl < kTailHeads;
     const Cta k{a, L, smem, full, empty, recv_bar, free_bar, rank, cl, cta,
                 a.first(cl), a.first(cl + 1) - a.first(cl), a.stamps + size_t(cta) * kStamps, now_ns(),
@@ -459,6 +483,7 @@ __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(kThreads, 1) in
         for (int s = 0; s < a.slots; ++s) mbar_init(&recv_bar[s], 1), mbar_init(&free_bar[s], kRanks);
         if (a.seam) seam_arm(seam_bars, a.seam_plan.cta[rank]);
         if (shares) mbar_init(&share_bar, 1), mbar_arrive_expect(&share_bar, uint32_t((kRanks - 1) * kShareRows * a.S * 2));
+        if (plan_tail) tail_cta(0).make_bars();
         mbar_init_fence();
         // the ring's barriers are this CTA's own: its first copies need no peer, only the partials do
         policy = l2_policy(true);
@@ -473,7 +498,10 @@ __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(kThreads, 1) in
     if (threadIdx.x == 0) k.st[kSynced] = now_ns();
     if (warp == 0 && lane == 0)  // the producer: the CTA's run, chunk by chunk, from the first instant
         while (produce<KQ>(prod, k, run, policy)) {}
-    else if (warp == 1 && k.compute == 1) reduce<NT>(k, lane);
+    else if (warp == 1 && k.compute == 1) {
+        const v2tail::Cta tc = tail_cta(lane);
+        reduce<NT>(k, lane, plan_tail ? &tc : nullptr);
+    }
     else if (warp >= kSeamWarp0) {
         if (a.seam) {
             seam_x_pad(z, reinterpret_cast<uint16_t*>(smem + k.L.x), kXStride, NT * 8);
@@ -489,6 +517,7 @@ __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(kThreads, 1) in
             if (threadIdx.x == kSeamWarp0 * 32) k.st[kXReady] = now_ns();
         }
         if (warp >= kFirstConsumer) consume<KQ, NT>(k, warp - kFirstConsumer, lane);
+        else if (plan_tail) run_tail(tail_cta(int(threadIdx.x) - kSeamWarp0 * 32));
         else if (a.tail != 0 && a.tail != 2 && cl < kTailHeads) await_tail<NT>(k, warp, lane);
     }
     __syncthreads();

@@ -66,6 +66,8 @@ struct Cta {
     V2TailLayout s;  // the plan's layout of the tail's shared memory (core/plan_v2.hpp), from 0: the tail alone
     int cta, tid;  // tid: the thread's index in its role (the team: 0 .. team − 1)
     int team;      // the seam team's threads (TailArgs::team_warps warps)
+    int bar;       // the team's named barrier (1 here; the in_proj kernel's own use others)
+    __device__ void sync() const { asm volatile("bar.sync %0, %1;" ::"r"(bar), "r"(team) : "memory"); }
     __device__ uint64_t* share_bar() const { return reinterpret_cast<uint64_t*>(sm + s.bars); }
     __device__ uint64_t* onrm_bar() const { return share_bar() + a.pairs; }
     __device__ uint64_t* decay_bar() const { return share_bar() + 2 * a.pairs; }
@@ -112,7 +114,7 @@ struct Cta {
             if (w.bar.kind != V2Bar::words) continue;
             stage()[it] = poll_word(size_t(w.round * a.L + t) * kN + size_t(a.plan.recv(w.bar.index).row0 + i), task, w.bar.index);
         }
-        team_bar(1, team);
+        sync();
     }
     // Row `row` of token t among the staged words (a row no wait names: given up, NaN).
     __device__ uint16_t staged(int gi, int row, int t, int task) const {
@@ -128,6 +130,9 @@ struct Cta {
     }
     __device__ size_t ssm_at(int slot, int h, int v) const { return ((size_t(slot) * kH + h) * kV + v) * kK; }
 
+    __device__ void make_bars() const;
+    __device__ void arm(int seam, int i0, int stride) const;
+    __device__ bool step(const V2Instr& in, int gi, unsigned long long t0) const;
     __device__ void publish(int e, int lane) const;
     __device__ void poll(int task, int gi) const;
     __device__ void gate(int task, int gi) const;
@@ -176,7 +181,7 @@ __device__ void Cta::publish(int e, int lane) const {
 // every program (a CTA's tasks run one after another: docs/plan.md, "The tail's steps").
 __device__ void Cta::poll(int task, int gi) const {
     const V2Task t = a.plan.task(task);
-    team_bar(1, team);  // the staging buffer, from the step before's threads
+    sync();  // the staging buffer, from the step before's threads
     const int L = a.L, h = t.head, v0 = t.tile * kRows, sl = t.onrm;
     for (int i = tid; i < kKeys * kF / 8 + kKeys / 4; i += team)  // DECAY's inputs that need no word: in flight while it polls
         if (i < kKeys * kF / 8) copy16_async(sm + s.fb + 16 * i, a.f_b_w + size_t(h * kK + t.qk0) * kF + 8 * i);
@@ -221,7 +226,7 @@ __device__ void Cta::gate(int task, int gi) const {
     const V2Task t = a.plan.task(task);
     const V2Wait w = a.plan.wait(a.plan.wait_begin(gi));
     async_wait<0>();     // this thread's copies of f_b_w and dt_bias
-    team_bar(1, team);  // everyone's
+    sync();  // everyone's
     wait_bar(&share_bar()[w.bar.index], uint32_t(w.round & 1), task);
     const int L = a.L, h = t.head, sl = t.onrm, r = t.request;
     const int half = tid / 16, hl = tid % 16;
@@ -258,7 +263,7 @@ __device__ void Cta::gate(int task, int gi) const {
 __device__ void Cta::rec(int task, int gi) const {
     const V2Task t = a.plan.task(task);
     const V2Wait w = a.plan.wait(a.plan.wait_begin(gi));
-    team_bar(1, team);  // q̂ and k̂ from DECAY's threads, beta and v from POLL's
+    sync();  // q̂ and k̂ from DECAY's threads, beta and v from POLL's
     wait_bar(&decay_bar()[w.bar.index], uint32_t(w.round & 1), task);
     const int L = a.L, h = t.head, v0 = t.tile * kRows, sl = t.onrm, r = t.request;
     for (int rt = tid; rt < kRecThreads; rt += team) {  // whole warps: a team of fewer threads takes the rows in turns
@@ -290,7 +295,7 @@ __device__ void Cta::rec(int task, int gi) const {
             for (int tok = 0; tok < L; ++tok) o(sl, tok)[row] = 0;  // +0: no initial state
         }
     }
-    team_bar(1, team);
+    sync();
     for (int it = tid; it < L * kRows; it += team)
         a.o[size_t(r * L + it / kRows) * kE + h * kV + v0 + it % kRows] = o(sl, it / kRows)[it % kRows];
     for (int it = tid; it < kT * L; it += team) {  // Σō² of the 16 rows, sequential, to each pair task
@@ -306,7 +311,7 @@ __device__ void Cta::rec(int task, int gi) const {
 // NORM: its g rows' words and the pair's Σō² (the tiles' partials in tile order); core_out (#7).
 __device__ void Cta::norm(int task, int gi) const {
     const V2Task t = a.plan.task(task);
-    team_bar(1, team);
+    sync();
     stage_words(gi, task);
     const V2Wait w = a.plan.wait(a.plan.wait_begin(gi + 1) - 1);
     wait_bar(&onrm_bar()[w.bar.index], uint32_t(w.round & 1), task);
@@ -322,27 +327,61 @@ __device__ void Cta::norm(int task, int gi) const {
     }
 }
 
-// The launch: 120 CTAs in clusters of 8 (CTA = cluster · 8 + rank, the plan's numbering).
-__global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(kMaxThreads, 1) tail_kernel(const __grid_constant__ TailArgs a) {
-    extern __shared__ __align__(16) char sm[];
-    const int cta = int(blockIdx.x), warp = int(threadIdx.x) / 32;
-    const Cta c{a, sm, V2TailLayout::make(0, a.pairs, a.L, kK, kF, kT), cta, warp == 0 ? int(threadIdx.x) : int(threadIdx.x) - 32, 32 * a.team_warps};
-    const int seam = cta * kV2ProcsPerCta + 2 + kV2Consumers, reducer = cta * kV2ProcsPerCta + 1;
-    if (threadIdx.x == 0)
-        for (int p = 0; p < a.pairs; ++p) mbar_init(&c.share_bar()[p], 1), mbar_init(&c.onrm_bar()[p], 1), mbar_init(&c.decay_bar()[p], 1);
-    __syncthreads();
-    // INIT's tail part: each of the CTA's tasks (its POLLs) arms its pair's barriers for the pair's sends
-    for (int gi = a.plan.prog_begin(seam) + int(threadIdx.x); gi < a.plan.prog_begin(seam + 1); gi += int(blockDim.x)) {
+// INIT's tail part: each pair slot's share, onrm and decay barrier made (one thread, before the init
+// fence), then each of the CTA's tasks (its POLLs in the seam team's program `seam`, from i0 in steps
+// of stride) arming its pair's for the pair's sends. The arming may follow the entry barrier: a send
+// that lands first takes the byte count below zero, and the phase, which counts the arm's one
+// arrival, cannot complete before it.
+__device__ void Cta::make_bars() const {
+    for (int p = 0; p < a.pairs; ++p) mbar_init(&share_bar()[p], 1), mbar_init(&onrm_bar()[p], 1), mbar_init(&decay_bar()[p], 1);
+}
+__device__ void Cta::arm(int seam, int i0, int stride) const {
+    for (int gi = a.plan.prog_begin(seam) + i0; gi < a.plan.prog_begin(seam + 1); gi += stride) {
         const V2Instr in = a.plan.instr(gi);
         if (in.opcode() != V2Op::POLL) continue;
         const V2Task t = a.plan.task(in.a);
         int bytes = 0, decays = 0;
         for (int m = 0; m < kT; ++m)
             bytes += v2_share_bytes(a.plan.task(in.a - t.tile + m), a.L), decays += v2_decay_bytes(a.plan.task(in.a - t.tile + m), a.L);
-        mbar_arrive_expect(&c.share_bar()[t.onrm], uint32_t(bytes));
-        mbar_arrive_expect(&c.decay_bar()[t.onrm], uint32_t(decays));
-        mbar_arrive_expect(&c.onrm_bar()[t.onrm], uint32_t(kT * v2_onrm_bytes(a.L)));
+        mbar_arrive_expect(&share_bar()[t.onrm], uint32_t(bytes));
+        mbar_arrive_expect(&decay_bar()[t.onrm], uint32_t(decays));
+        mbar_arrive_expect(&onrm_bar()[t.onrm], uint32_t(kT * v2_onrm_bytes(a.L)));
     }
+}
+
+// A seam-team step of the tail (instruction gi, begun at t0), with its stamps; false: not one.
+__device__ bool Cta::step(const V2Instr& in, int gi, unsigned long long t0) const {
+    unsigned long long* st = a.stamps + size_t(cta) * kStamps;
+    switch (in.opcode()) {
+        case V2Op::POLL:
+            poll(in.a, gi);
+            if (tid == 0) st[kPolled] = now_ns();
+            return true;
+        case V2Op::DECAY:
+            gate(in.a, gi);
+            if (tid == 0) st[kDecayNs] += now_ns() - t0;
+            return true;
+        case V2Op::REC:
+            rec(in.a, gi);
+            if (tid == 0) st[kRecDone] = now_ns(), st[kRecNs] += now_ns() - t0, st[kRecs] += 1;
+            return true;
+        case V2Op::NORM:
+            norm(in.a, gi);
+            if (tid == 0) st[kNormDone] = now_ns();
+            return true;
+        default: return false;
+    }
+}
+
+// The launch: 120 CTAs in clusters of 8 (CTA = cluster · 8 + rank, the plan's numbering).
+__global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(kMaxThreads, 1) tail_kernel(const __grid_constant__ TailArgs a) {
+    extern __shared__ __align__(16) char sm[];
+    const int cta = int(blockIdx.x), warp = int(threadIdx.x) / 32;
+    const Cta c{a, sm, V2TailLayout::make(0, a.pairs, a.L, kK, kF, kT), cta, warp == 0 ? int(threadIdx.x) : int(threadIdx.x) - 32, 32 * a.team_warps, 1};
+    const int seam = cta * kV2ProcsPerCta + 2 + kV2Consumers, reducer = cta * kV2ProcsPerCta + 1;
+    if (threadIdx.x == 0) c.make_bars();
+    __syncthreads();
+    c.arm(seam, int(threadIdx.x), int(blockDim.x));
     if (threadIdx.x == 0) mbar_init_fence();
     __syncthreads();
     unsigned long long* st = a.stamps + size_t(cta) * kStamps;
@@ -351,39 +390,20 @@ __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(kMaxThreads, 1) tail
     for (int gi = a.plan.prog_begin(p); gi < a.plan.prog_begin(p + 1); ++gi) {
         const V2Instr in = a.plan.instr(gi);
         const unsigned long long t0 = now_ns();
-        switch (in.opcode()) {
-            case V2Op::SYNC:
-                cluster_sync();
-                if (entry == 0) entry = now_ns();
-                if (threadIdx.x == 0 && st[kEntry] == 0) st[kEntry] = entry;
-                break;
-            case V2Op::PUBLISH: {
-                const int row0 = a.plan.recv(in.a).row0;
-                const bool g = row0 >= kColG && row0 < kColFa;
-                while (g && now_ns() - entry < a.g_delay_ns) {
-                }
-                c.publish(in.a, c.tid);
-                if (c.tid == 0) st[kPublished] = now_ns();
-                if (c.tid == 0 && g) st[kGStored] = now_ns();
-                break;
+        if (in.opcode() == V2Op::SYNC) {
+            cluster_sync();
+            if (entry == 0) entry = now_ns();
+            if (threadIdx.x == 0 && st[kEntry] == 0) st[kEntry] = entry;
+        } else if (in.opcode() == V2Op::PUBLISH) {
+            const int row0 = a.plan.recv(in.a).row0;
+            const bool g = row0 >= kColG && row0 < kColFa;
+            while (g && now_ns() - entry < a.g_delay_ns) {
             }
-            case V2Op::POLL:
-                c.poll(in.a, gi);
-                if (c.tid == 0) st[kPolled] = now_ns();
-                break;
-            case V2Op::DECAY:
-                c.gate(in.a, gi);
-                if (c.tid == 0) st[kDecayNs] += now_ns() - t0;
-                break;
-            case V2Op::REC:
-                c.rec(in.a, gi);
-                if (c.tid == 0) st[kRecDone] = now_ns(), st[kRecNs] += now_ns() - t0, st[kRecs] += 1;
-                break;
-            case V2Op::NORM:
-                c.norm(in.a, gi);
-                if (c.tid == 0) st[kNormDone] = now_ns();
-                break;
-            default: break;  // REDUCE, RELEASE: the in_proj probe's (proj is an input here)
+            c.publish(in.a, c.tid);
+            if (c.tid == 0) st[kPublished] = now_ns();
+            if (c.tid == 0 && g) st[kGStored] = now_ns();
+        } else {
+            c.step(in, gi, t0);  // REDUCE, RELEASE: the in_proj probe's (proj is an input here)
         }
     }
 }
