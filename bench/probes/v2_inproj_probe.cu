@@ -46,11 +46,16 @@
 //            share and forwarding it to its cluster (the shared poll): when the last rank that needs a
 //            group sees it, the words (and the shares assembled) against proj, and in_proj's end with
 //            the hop, with the words published but not polled, and without, interleaved.
-// Usage: monokda-v2-inproj-probe [residency|rate|tune|inproj|ab|delay|trace|check|seam|seamcheck|heads|tailhop|all] [REPS]
+//   fused    in_proj and the plan's tail in one launch (x loaded; the reducer's PUBLISH after each
+//            REDUCE, the tasks on the 2 spare warps): the tail's outputs bit for bit the reference's
+//            from the kernel's own proj; the last proj, the last core_out and the launch, against
+//            in_proj alone, at 1 x 1, 1 x 4, 2 x 4 and 4 x 4.
+// Usage: monokda-v2-inproj-probe [residency|rate|tune|inproj|ab|delay|trace|check|seam|seamcheck|heads|tailhop|fused|all] [REPS]
 #include "bench/probes/probe_util.hpp"
 #include "bench/probes/v2_inproj_kernel.cuh"
 #include "bench/probes/v2_inproj_tables.cuh"
 #include "bench/probes/v2_seam_host.hpp"
+#include "bench/probes/v2_tail_device.cuh"
 
 #include <algorithm>
 #include <iterator>
@@ -58,6 +63,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -68,6 +74,7 @@ using probe::median;
 using namespace monokda::gpu;
 using namespace monokda::probe::v2;
 using monokda::PlanV2;
+namespace v2tail = monokda::probe::v2tail;
 
 void check(cudaError_t e, const char* what) { probe::check("monokda-v2-inproj-probe", e, what); }
 
@@ -141,22 +148,26 @@ struct Case {  // one launch configuration
     int seam = 0;  // x from the seam (g_seam's inputs) instead of loaded from d.x
     int tail = 0;  // proj published as tagged words and polled by the head clusters (tailhop; Args::tail)
     int free_first = 0;  // the reducer frees a slot before its stores (tailhop)
+    int tail_R = 0;      // tail kTailPlan: the step's requests (S / tail_R tokens each; the fused mode)
     int cap() const { return inflight ? std::min(inflight, stages) : stages; }
     int chunk() const { return kq * 4 * kTileBytes; }
 };
 
 SeamArgs g_seam{};  // the seam's device inputs (seam mode sets them)
+v2tail::Device* g_tail = nullptr;  // the plan's tail's buffers (the fused mode sets them, for its R x L)
 
 // Dynamic shared memory of a case: in_proj's layout, then the seam's, then tails 6 and 7's shares (the kernel's share_at).
 int smem_bytes(const Case& c) {
     const int base = Smem::layout(nt_for(c.S), c.chunk(), c.stages, c.slots).bytes;
     const int end = c.seam ? SeamSmem::layout(base, c.S, g_seam.nb).bytes : base;
+    if (c.tail == kTailPlan) return monokda::V2TailLayout::make(end, g_tail->a.pairs, g_tail->a.L, v2tail::kK, v2tail::kF, v2tail::kT).bytes;
     return shared_poll(c.tail) ? share_offset(end) + share_bytes(c.S) : end;
 }
 
 // The plan of a case: its S and ring setting (built, held and uploaded on first use).
 const PlanTables& tables(Device& d, const Case& c) {
-    return tables_for(d.plans, {c.S, c.kq, c.stages, c.cap(), c.slots, c.seam ? g_seam.nb : 0}, nt_for(c.S), d.packed_runs);
+    return tables_for(d.plans, {c.S, c.kq, c.stages, c.cap(), c.slots, c.seam ? g_seam.nb : 0, c.tail == kTailPlan ? c.tail_R : 0}, nt_for(c.S),
+                      d.packed_runs);
 }
 
 Args args_for(Device& d, const Case& c, int copy) {
@@ -169,6 +180,12 @@ Args args_for(Device& d, const Case& c, int copy) {
     a.seam = c.seam, a.sa = g_seam;
     d.last_tag = d.last_tag % 65535 + 1;
     a.tail = c.tail, a.tagged = d.d_tagged, a.tag = d.last_tag, a.free_first = c.free_first, a.assembled = d.d_assembled;
+    if (c.tail == kTailPlan) {  // the tail reads this launch's proj and words, from the same table
+        a.ta = g_tail->a;
+        a.ta.plan = a.plan, a.ta.proj = d.d_proj, a.ta.words = d.d_tagged, a.ta.tag = a.tag, a.ta.team_warps = kTailTeam / 32;
+        check(cudaMemset(a.ta.stamps, 0, size_t(kCtas) * v2tail::kStamps * 8), "tail stamps clear");
+        check(cudaMemset(a.ta.error, 0, 16), "tail error clear");
+    }
     return a;
 }
 
@@ -194,7 +211,8 @@ bool fits(const Case& c) {
            (!c.seam || c.S <= kSeamMaxS) && (!shared_poll(c.tail) || c.S <= kShareMaxS) && smem_bytes(c) <= kSmemMax - 4096;
 }
 
-Run run(Device& d, const Case& c, int reps) {
+// each: called after every timed launch (its stamps downloaded), with the launch's tag
+Run run(Device& d, const Case& c, int reps, const std::function<void(uint32_t)>& each = {}) {
     Run out{};
     if (!fits(c)) return out;
     cudaLaunchConfig_t cfg{};
@@ -237,6 +255,7 @@ Run run(Device& d, const Case& c, int reps) {
         mhz.push_back(float(h[kCycles]) / float(h[kExit] - h[kEntry]) * 1000.f);
         const unsigned long long* z = &h[size_t(kCtas - 1) * kStamps];
         mhz_last.push_back(float(z[kCycles]) / float(z[kExit] - z[kEntry]) * 1000.f);
+        if (each) each(a.tag);
     }
     out.event_us = median(ev), out.span_us = median(span), out.proj_us = median(proj), out.chunk1_us = median(first);
     out.byte1_us = median(byte1), out.issue1_us = median(issue1), out.last_us = median(last), out.skew_us = median(skew), out.sync_us = median(sync), out.mhz = median(mhz), out.mhz_last = median(mhz_last);
@@ -482,6 +501,7 @@ int check_mode(Device& d, const Case* settings) {
 #include "bench/probes/v2_seam_mode.cuh"   // seam_mode, on the harness above
 #include "bench/probes/v2_heads_mode.cuh"  // heads_mode, on both
 #include "bench/probes/v2_tailhop_mode.cuh"  // tailhop_mode, on heads mode's times
+#include "bench/probes/v2_fused_mode.cuh"    // fused_mode, on the harness and the tail's buffers
 
 }  // namespace
 
@@ -489,10 +509,10 @@ int main(int argc, char** argv) {
     const std::string mode = argc > 1 ? argv[1] : "all";
     const int reps = argc > 2 ? std::atoi(argv[2]) : 20;
     static const char* const kModes[] = {"residency", "rate", "tune",      "inproj", "ab",      "delay", "trace",
-                                         "check",     "seam", "seamcheck", "heads",  "tailhop", "all"};
+                                         "check",     "seam", "seamcheck", "heads",  "tailhop", "fused", "all"};
     if (std::none_of(std::begin(kModes), std::end(kModes), [&](const char* m) { return mode == m; }) || reps < 1 || argc > 3) {
         std::fprintf(stderr, "monokda-v2-inproj-probe: bad arguments (usage: monokda-v2-inproj-probe [MODE] [REPS >= 1]; modes: "
-                             "residency rate tune inproj ab delay trace check seam seamcheck heads tailhop all)\n");
+                             "residency rate tune inproj ab delay trace check seam seamcheck heads tailhop fused all)\n");
         return 2;
     }
     int dev = 0, count = 0;
@@ -587,6 +607,7 @@ int main(int argc, char** argv) {
     if (mode == "seamcheck") rc |= seam_mode(d, reps, false);
     if (mode == "heads" || mode == "all") rc |= heads_mode(d, reps);
     if (mode == "tailhop" || mode == "all") rc |= tailhop_mode(d, reps);
+    if (mode == "fused" || mode == "all") rc |= fused_mode(d, reps);
     if (mode == "check" || mode == "all") {
         rc |= check_mode(d, best);
         Case first[4];

@@ -18,11 +18,13 @@
 
 namespace monokda::probe::v2 {
 
-// What a plan takes from a probe case: S, the ring's setting, and the seam's sources (0: no seam, x loaded).
+// What a plan takes from a probe case: S, the ring's setting, the seam's sources (0: no seam, x
+// loaded), and the tail's requests (0: the plan ends at proj, one request of S tokens; R: R requests
+// of S / R tokens with the tail, the fused mode's).
 struct PlanKey {
-    int S, kq, stages, inflight, slots, seam_nb = 0;
+    int S, kq, stages, inflight, slots, seam_nb = 0, tail_R = 0;
     bool operator<(const PlanKey& o) const {
-        return std::tie(S, kq, stages, inflight, slots, seam_nb) < std::tie(o.S, o.kq, o.stages, o.inflight, o.slots, o.seam_nb);
+        return std::tie(S, kq, stages, inflight, slots, seam_nb, tail_R) < std::tie(o.S, o.kq, o.stages, o.inflight, o.slots, o.seam_nb, o.tail_R);
     }
 };
 
@@ -69,10 +71,19 @@ inline void hold_to_kernel(const PlanKey& key, const PlanV2& p, int nt) {
     need(p.units.size() <= size_t(kMaxUnits), "more units than the parameter table holds");
     const Smem L = Smem::layout(nt, p.params().chunk_ksteps * kV2UnitTiles * kTileBytes, p.params().ring_depth, p.params().recv_slots);
     // the seam's memory follows in_proj's, at the plan's layout (its start's alignment counted by the plan)
+    // and the tail's after both (the kernel lays every CTA out for the most pairs: a CTA with fewer
+    // uses a prefix of the slots)
     const int bytes = p.has_seam() ? SeamSmem::layout(L.bytes, p.config().S(), p.config().nb).bytes : L.bytes;
-    for (int k = 0; k < kCtas; ++k)
-        need(p.rings[size_t(k)].slot_bytes == L.x / p.params().ring_depth && p.smem_bytes(k) >= bytes && p.smem_bytes(k) < bytes + 16,
+    const Config& c = p.config();
+    for (int k = 0; k < kCtas; ++k) {
+        const int pairs = p.tail_pairs(k), want = pairs ? V2TailLayout::make(bytes, pairs, c.L, c.K, c.F, p.tail_tiles()).bytes : bytes;
+        need(p.rings[size_t(k)].slot_bytes == L.x / p.params().ring_depth && p.smem_bytes(k) >= want && p.smem_bytes(k) < want + 16,
              "CTA " + std::to_string(k) + "'s ring slots or shared memory are not the kernel's layout");
+    }
+    if (p.has_tail()) {
+        const std::vector<std::string> tail = tail_kernel_problems(p, true);
+        need(tail.empty(), tail.empty() ? "" : "its tail: " + tail[0]);
+    }
     if (p.has_seam()) hold_seam_to_kernel(key, p);
     for (const V2Recv& rv : p.recvs)
         need(rv.bytes == kRanks * kV2OwnerRows * nt * kV2NTileCols * 4, "a receive slot's bytes are not the kernel's slot layout");
@@ -98,9 +109,10 @@ inline const PlanTables& tables_for(std::map<PlanKey, PlanTables>& cache, const 
     auto it = cache.find(key);
     if (it != cache.end()) return it->second;
     Config c = Config::preset("k3");
-    c.R = 1, c.L = key.S, c.slots = key.S + 1;
+    c.R = key.tail_R ? key.tail_R : 1, c.L = key.S / c.R, c.slots = key.S + 1;
     if (key.seam_nb) c.nb = key.seam_nb;
     PlanV2Params pp = PlanV2Params::for_config(c);
+    pp.tail = key.tail_R ? 1 : 0;
     pp.chunk_ksteps = key.kq, pp.ring_depth = key.stages, pp.in_flight = key.inflight, pp.recv_slots = key.slots;
     pp.seam = key.seam_nb ? 1 : 0;  // a case with the seam runs the plan's; one with x loaded, a plan without
     PlanTables t{};

@@ -30,6 +30,7 @@ TailFixture tail_fixture(int R, int L, uint64_t seed) {
     const ReductionOrder ord = plan.reduction_order();
     const StepOutputs<float> ref = ref::run<float>(in, ord);
     TailFixture f;
+    f.seed = seed;
     f.R = R, f.L = L, f.S = cfg.S(), f.slots = cfg.slots, f.conv_len = cfg.conv_len();
     f.conv_ds = cfg.conv_layout == ConvLayout::ds;
     f.eps = float(cfg.eps), f.l2_eps = float(cfg.l2_eps), f.lower_bound = float(cfg.lower_bound);
@@ -55,6 +56,24 @@ TailFixture tail_fixture(int R, int L, uint64_t seed) {
             }
     }
     return f;
+}
+
+void tail_expect(TailFixture& f, const std::vector<uint16_t>& proj) {
+    Config cfg = Config::preset("k3");
+    cfg.R = f.R, cfg.L = f.L, cfg.seed = f.seed;
+    const StepInputs in = make_fixture(cfg);
+    PlanV2Params pp = PlanV2Params::for_config(in.cfg);
+    pp.seam = 0, pp.tail = 1;
+    const ReductionOrder ord = PlanV2::build(in.cfg, pp).reduction_order();
+    std::vector<bf16> p(proj.size()), qkv, conv_state;
+    for (size_t i = 0; i < proj.size(); ++i) p[i] = bf16::from_bits(proj[i]);
+    const std::vector<bf16> g1 = ref::f_b<float>(in, ord, p);
+    ref::short_conv<float>(in, p, qkv, conv_state);
+    std::vector<bf16> o;
+    std::vector<float> ssm;  // from the step's states (recurrence)
+    ref::recurrence<float>(in, ord, qkv, p, g1, o, ssm);
+    f.qkv = bits(qkv), f.conv_out = bits(conv_state), f.g1 = bits(g1), f.o = bits(o), f.ssm_out = ssm;
+    f.core_out = bits(ref::out_norm<float>(in, ord, o, p));
 }
 
 }  // namespace monokda::probe::v2

@@ -12,6 +12,7 @@ namespace monokda::probe::v2 {
 
 struct TailFixture {
     int R = 0, L = 0, S = 0, slots = 0, conv_len = 0, pairs = 0;  // pairs: the most a CTA takes part in
+    uint64_t seed = 0;
     bool conv_ds = false;
     float eps = 0.f, l2_eps = 0.f, lower_bound = 0.f, k_scale = 0.f;  // k_scale: K^−½ as the reference takes it
     std::vector<int32_t> words;  // the plan's flat table
@@ -33,5 +34,10 @@ struct TailFixture {
 // it, where the plan is not one the probe's kernel runs (its shape, its tasks' pairs, its waits).
 // Runs on the host alone (the probe's `host` mode prints what it finds without a GPU).
 TailFixture tail_fixture(int R, int L, uint64_t seed);
+
+// The tail's outputs again (qkv, conv_out, g1, o, core_out, ssm_out), from `proj` ([S][N] bf16 bits:
+// an in_proj kernel's own) in place of the reference's: what the tail must make of the proj it was
+// handed, bit for bit (teacher forcing, SPEC §5), in the plan's order.
+void tail_expect(TailFixture& f, const std::vector<uint16_t>& proj);
 
 }  // namespace monokda::probe::v2

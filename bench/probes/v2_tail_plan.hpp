@@ -15,8 +15,9 @@ namespace monokda::probe::v2 {
 
 constexpr int kTailMaxL = 8;       // tokens a request
 
-// Each way `p` is not a plan the tail probe's kernel runs, in words; empty: it runs it.
-inline std::vector<std::string> tail_kernel_problems(const PlanV2& p) {
+// Each way `p` is not a plan the tail probe's kernel runs, in words; empty: it runs it. fused: the
+// in_proj probe's fused mode runs it, in_proj (with or without the seam) and the tail in one launch.
+inline std::vector<std::string> tail_kernel_problems(const PlanV2& p, bool fused = false) {
     std::vector<std::string> out;
     const Config& c = p.config();
     auto need = [&](bool ok, const std::string& what) {
@@ -24,12 +25,13 @@ inline std::vector<std::string> tail_kernel_problems(const PlanV2& p) {
         return ok;
     };
     // The probe runs the tail alone, its memory V2TailLayout from 0: whether in_proj's, the seam's and
-    // the tail's fit together (smem_fits; not at S >= 32, docs/kernel-v2.md) is the whole kernel's question.
+    // the tail's fit together (smem_fits; not at S >= 32, docs/kernel-v2.md) is the one launch's question.
     std::vector<PlanV2::Problem> probs;
     for (const auto& pr : p.problems())
-        if (pr.check != "smem_fits") probs.push_back(pr);
+        if (fused || pr.check != "smem_fits") probs.push_back(pr);
     if (!need(probs.empty(), probs.empty() ? "" : "its check " + probs[0].check + " fails: " + probs[0].what)) return out;
-    if (!need(p.has_tail() && !p.has_seam() && p.ctas() == 120 && p.params().ranks == 8, "not the tail on 15 clusters of 8 without the seam"))
+    if (!need(p.has_tail() && (fused || !p.has_seam()) && p.ctas() == 120 && p.params().ranks == 8,
+              fused ? "not the tail on 15 clusters of 8" : "not the tail on 15 clusters of 8 without the seam"))
         return out;
     if (!need(c.L <= kTailMaxL && c.K == 128 && c.V == 128 && c.F == 128 && p.tail_tiles() == 8, "not the shape the kernel is compiled for")) return out;
     need(V2TailLayout::make(0, p.tail_pairs(-1), c.L, c.K, c.F, p.tail_tiles()).bytes <= kV2SmemBytes, "the tail's own shared memory does not fit");
@@ -50,13 +52,13 @@ inline std::vector<std::string> tail_kernel_problems(const PlanV2& p) {
             for (int i = 0; i < int(prog.size()); ++i) {
                 const V2Op op = prog[size_t(i)].opcode();
                 const bool reducer = op == V2Op::SYNC || op == V2Op::REDUCE || op == V2Op::PUBLISH || op == V2Op::RELEASE;
-                const bool seam = op == V2Op::SYNC || op == V2Op::POLL || op == V2Op::DECAY || op == V2Op::REC || op == V2Op::NORM;
+                const bool seam = op == V2Op::SYNC || (op >= V2Op::POLL && op <= V2Op::NORM) || (fused && op >= V2Op::LOAD && op <= V2Op::X);
                 const std::string step = p.proc_name(q) + "'s " + p.describe(prog[size_t(i)]);
                 need(role == V2Role::reducer ? reducer : seam, step + " is a step the probe does not run");
                 if (op == V2Op::POLL)
                     need(i + 1 < int(prog.size()) && prog[size_t(i) + 1].opcode() == V2Op::DECAY && prog[size_t(i) + 1].a == prog[size_t(i)].a,
                          step + " is not followed by its task's DECAY");
-                if (op == V2Op::SYNC || role == V2Role::reducer) continue;
+                if (op == V2Op::SYNC || role == V2Role::reducer || op < V2Op::POLL) continue;
                 const std::vector<V2Wait> w = p.waits(q, i);
                 size_t words = 0;
                 for (const V2Wait& x : w) words += x.bar.kind == V2Bar::words;

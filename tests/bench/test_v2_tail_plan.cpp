@@ -51,6 +51,29 @@ TEST_CASE("the builder's plans at the probe's shapes are plans the tail kernel r
     }
 }
 
+TEST_CASE("the builder's plans of in_proj and the tail in one launch, at the fused mode's shapes and rings, are plans it runs") {
+    for (const std::pair<int, int>& shape : {std::pair{1, 1}, {1, 4}, {2, 4}, {4, 4}}) {
+        CAPTURE(shape.first);
+        CAPTURE(shape.second);
+        Config c = Config::preset("k3");  // as the in_proj probe's tables_for builds it for a fused case (seam_setting's ring)
+        c.R = shape.first, c.L = shape.second, c.slots = c.S() + 1;
+        PlanV2Params pp = PlanV2Params::for_config(c);
+        const bool deep = c.S() >= 16;
+        pp.chunk_ksteps = 14, pp.ring_depth = pp.in_flight = deep ? 4 : 3, pp.recv_slots = 4, pp.seam = 0, pp.tail = 1;
+        const PlanV2 p = PlanV2::build(c, pp);
+        const std::vector<std::string> probs = tail_kernel_problems(p, true);
+        CHECK_MESSAGE(probs.empty(), (probs.empty() ? std::string() : probs[0]));
+        CHECK(p.smem_bytes(0) <= kV2SmemBytes - 4096);  // the probe's kernel keeps 4 KB for its static barriers
+    }
+    // the tail alone refuses a plan with the seam; one launch takes it
+    Config c = Config::preset("k3");
+    c.R = 1, c.L = 1, c.slots = 2;
+    const PlanV2 seam = PlanV2::build(c, PlanV2Params::for_config(c, 1));
+    REQUIRE(seam.has_seam());
+    CHECK(!tail_kernel_problems(seam).empty());
+    CHECK(tail_kernel_problems(seam, true).empty());
+}
+
 TEST_CASE("what the tail kernel takes for granted, planted wrong, is named") {
     SUBCASE("a plan with the seam, or without the tail") {
         Config c = Config::preset("k3");
