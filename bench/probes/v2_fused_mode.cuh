@@ -5,7 +5,8 @@
 // programs, on the tail's buffers (v2_tail_device.cuh) and V2TailLayout after in_proj's memory.
 // Teacher-forced: the tail's outputs of the last launch against the reference's tail made from the
 // kernel's own proj, bit for bit. Timed (medians): the last proj, the last core_out and the launch's
-// end, against in_proj alone before and after it.
+// end, against in_proj alone before and after it; and with free_first (each receive slot freed before
+// its rows are stored and published: what PUBLISH's conv costs in_proj where it holds the slot).
 #pragma once
 
 int fused_mode(Device& d, int reps) {
@@ -22,33 +23,40 @@ int fused_mode(Device& d, int reps) {
             bad = 1;
             continue;
         }
-        std::vector<float> proj_us, end_us, after_us, dec_tok, rec_tok;
-        bool waited = true;
-        auto each = [&](uint32_t tag) {  // the launch's in_proj and tail stamps
-            waited &= v2tail::no_give_up(td, tag);
-            std::vector<unsigned long long> h(size_t(kCtas) * kStamps), t(size_t(kCtas) * v2tail::kStamps);
-            check(cudaMemcpy(h.data(), d.d_stamps, h.size() * 8, cudaMemcpyDeviceToHost), "stamps");
-            check(cudaMemcpy(t.data(), td.a.stamps, t.size() * 8, cudaMemcpyDeviceToHost), "tail stamps");
-            unsigned long long t0 = ~0ull, proj = 0, end = 0, dec = 0, rec = 0, recs = 0;
-            for (int k = 0; k < kCtas; ++k) {
-                const unsigned long long *s = &h[size_t(k) * kStamps], *u = &t[size_t(k) * v2tail::kStamps];
-                t0 = std::min(t0, s[kEntry]), proj = std::max(proj, s[kLastProj]), end = std::max(end, u[v2tail::kNormDone]);
-                dec += u[v2tail::kDecayNs], rec += u[v2tail::kRecNs], recs += u[v2tail::kRecs];
-            }
-            proj_us.push_back(float(proj - t0) / 1e3f), end_us.push_back(float(end - t0) / 1e3f), after_us.push_back((float(end) - float(proj)) / 1e3f);
-            dec_tok.push_back(recs ? float(dec) / float(recs) / float(L) / 1e3f : 0.f), rec_tok.push_back(recs ? float(rec) / float(recs) / float(L) / 1e3f : 0.f);
-        };
-        const Run a0 = run(d, alone, reps), r = run(d, fused, reps, each), a1 = run(d, alone, reps);
-        tail_expect(f, v2tail::download(d.d_proj, size_t(S) * N));  // the last launch's proj
-        const bool exact = waited && r.ok && v2tail::compare(td, f);
-        std::printf("fused R %d x L %d (S %d), %d warps of tail, %d bytes of shared memory (median of %d, us from the first entry): "
-                    "in_proj alone: last proj %.2f / %.2f, end %.2f / %.2f, launch %.2f / %.2f (events; before / after); fused: last proj "
-                    "%.2f, core_out done %.2f (%.2f after the last proj), end %.2f, launch %.2f (events); a DECAY %.3f and a REC %.3f us a "
-                    "token; the tail's outputs from the kernel's proj %s\n",
-                    R, L, S, kTailTeam / 32, smem_bytes(fused), reps, a0.proj_us, a1.proj_us, a0.span_us, a1.span_us, a0.event_us,
-                    a1.event_us, median(proj_us), median(end_us), median(after_us), r.span_us, r.event_us, median(dec_tok), median(rec_tok),
-                    exact ? "bit-identical to the reference's" : "DIFFER (above)");
-        bad |= !exact;
+        const Run a0 = run(d, alone, reps);
+        for (int free_first : {0, 1}) {
+            fused.free_first = free_first;
+            std::vector<float> proj_us, end_us, after_us, dec_tok, rec_tok;
+            bool waited = true;
+            auto each = [&](uint32_t tag) {  // the launch's in_proj and tail stamps
+                waited &= v2tail::no_give_up(td, tag);
+                std::vector<unsigned long long> h(size_t(kCtas) * kStamps), t(size_t(kCtas) * v2tail::kStamps);
+                check(cudaMemcpy(h.data(), d.d_stamps, h.size() * 8, cudaMemcpyDeviceToHost), "stamps");
+                check(cudaMemcpy(t.data(), td.a.stamps, t.size() * 8, cudaMemcpyDeviceToHost), "tail stamps");
+                unsigned long long t0 = ~0ull, proj = 0, end = 0, dec = 0, rec = 0, recs = 0;
+                for (int k = 0; k < kCtas; ++k) {
+                    const unsigned long long *s = &h[size_t(k) * kStamps], *u = &t[size_t(k) * v2tail::kStamps];
+                    t0 = std::min(t0, s[kEntry]), proj = std::max(proj, s[kLastProj]), end = std::max(end, u[v2tail::kNormDone]);
+                    dec += u[v2tail::kDecayNs], rec += u[v2tail::kRecNs], recs += u[v2tail::kRecs];
+                }
+                proj_us.push_back(float(proj - t0) / 1e3f), end_us.push_back(float(end - t0) / 1e3f);
+                after_us.push_back((float(end) - float(proj)) / 1e3f);
+                dec_tok.push_back(recs ? float(dec) / float(recs) / float(L) / 1e3f : 0.f);
+                rec_tok.push_back(recs ? float(rec) / float(recs) / float(L) / 1e3f : 0.f);
+            };
+            const Run r = run(d, fused, reps, each);
+            tail_expect(f, v2tail::download(d.d_proj, size_t(S) * N));  // the last launch's proj
+            const bool exact = waited && r.ok && v2tail::compare(td, f);
+            std::printf("fused R %d x L %d (S %d), free_first %d, %d warps of tail, %d bytes of shared memory (median of %d, us from the "
+                        "first entry): last proj %.2f, core_out done %.2f (%.2f after the last proj), end %.2f, launch %.2f (events); a "
+                        "DECAY %.3f and a REC %.3f us a token; the tail's outputs from the kernel's proj %s\n",
+                        R, L, S, free_first, kTailTeam / 32, smem_bytes(fused), reps, median(proj_us), median(end_us), median(after_us),
+                        r.span_us, r.event_us, median(dec_tok), median(rec_tok), exact ? "bit-identical to the reference's" : "DIFFER (above)");
+            bad |= !exact;
+        }
+        const Run a1 = run(d, alone, reps);
+        std::printf("fused R %d x L %d: in_proj alone, before and after: last proj %.2f / %.2f, end %.2f / %.2f, launch %.2f / %.2f (events)\n",
+                    R, L, a0.proj_us, a1.proj_us, a0.span_us, a1.span_us, a0.event_us, a1.event_us);
     }
     g_tail = nullptr;
     return bad;

@@ -181,6 +181,7 @@ __device__ void reduce(const Cta& k, int lane, const v2tail::Cta* tail) {
         if (lane < kRanks) mbar_arrive_peer(peer_addr(&k.free_bar[f.slot], uint32_t(lane)), uint32_t(f.count));
         if (lane == 0 && f.unit - k.u0 < kMaxTracedUnits) k.st[kUnit0 + 4 * (f.unit - k.u0) + 3] = now_ns();
     };
+    int freed = -1;  // free_first: the RELEASE already run
     for (int i = v.prog_begin(p), end = v.prog_begin(p + 1); i < end; ++i) {
         const V2Instr in = v.instr(i);
         if (in.op == int32_t(V2Op::REDUCE)) {
@@ -204,7 +205,9 @@ __device__ void reduce(const Cta& k, int lane, const v2tail::Cta* tail) {
                 }
             }
             // free_first: the slot freed before the stores (its arrive's CTA fence then waits for no store)
-            if (a.free_first && i + 1 < end && v.instr(i + 1).op == int32_t(V2Op::RELEASE)) release(v.free_entry(v.instr(++i).a));
+            // and before the entry's PUBLISH, where the plan has one between them
+            const int next = i + 1 < end && v.instr(i + 1).op == int32_t(V2Op::PUBLISH) ? i + 2 : i + 1;
+            if (a.free_first && next < end && v.instr(next).op == int32_t(V2Op::RELEASE)) release(v.free_entry(v.instr(next).a)), freed = next;
 #pragma unroll
             for (int c = 0; c < kCols; ++c) {
                 const int col = lane + 32 * c;
@@ -215,7 +218,7 @@ __device__ void reduce(const Cta& k, int lane, const v2tail::Cta* tail) {
         } else if (in.op == int32_t(V2Op::PUBLISH) && tail) {
             __syncwarp();  // every lane's proj rows stored: PUBLISH reads them back by (row, request)
             tail->publish(in.a, lane);
-        } else if (in.op == int32_t(V2Op::RELEASE)) {
+        } else if (in.op == int32_t(V2Op::RELEASE) && i != freed) {
             release(v.free_entry(in.a));
         }
     }
