@@ -40,7 +40,7 @@ int fused_mode(Device& d, int reps) {
                     dec += u[v2tail::kDecayNs], rec += u[v2tail::kRecNs], recs += u[v2tail::kRecs];
                 }
                 proj_us.push_back(float(proj - t0) / 1e3f), end_us.push_back(float(end - t0) / 1e3f);
-                after_us.push_back((float(end) - float(proj)) / 1e3f);
+                after_us.push_back(float(static_cast<long long>(end - proj)) / 1e3f);  // the difference first: the stamps are ns since the epoch
                 dec_tok.push_back(recs ? float(dec) / float(recs) / float(L) / 1e3f : 0.f);
                 rec_tok.push_back(recs ? float(rec) / float(recs) / float(L) / 1e3f : 0.f);
             };
