@@ -299,8 +299,9 @@ void PlanV2::write_programs() {
         red.push_back(entry);
         for (int32_t e : owned[size_t(k)]) {
             red.push_back({int32_t(V2Op::REDUCE), e});
-            if (has_tail()) red.push_back({int32_t(V2Op::PUBLISH), e});  // as the rows are stored (the probe's tailhop)
             red.push_back({int32_t(V2Op::RELEASE), e});  // frees parallel recvs
+            // the rows through the conv once the slot is free: PUBLISH reads the sums, not the slot
+            if (has_tail()) red.push_back({int32_t(V2Op::PUBLISH), e});
         }
         red.push_back(exit);
         for (int w = 0; w < kV2Consumers; ++w) {
@@ -334,8 +335,11 @@ void PlanV2::write_programs() {
         for (size_t i = 0; i < tasks.size(); ++i)
             if (cta(tasks[i].cluster, tasks[i].rank) == k) mine.push_back(int(i));
         std::stable_sort(mine.begin(), mine.end(), [&](int a, int b) { return tasks[size_t(a)].onrm < tasks[size_t(b)].onrm; });
+        // and every NORM after the last REC: a NORM waits for g, which streams last, so a task's NORM
+        // before the next task's POLL would hold every later task until g is in
         for (int i : mine)
-            for (V2Op op : {V2Op::POLL, V2Op::DECAY, V2Op::REC, V2Op::NORM}) seam.push_back({int32_t(op), i});
+            for (V2Op op : {V2Op::POLL, V2Op::DECAY, V2Op::REC}) seam.push_back({int32_t(op), i});
+        for (int i : mine) seam.push_back({int32_t(V2Op::NORM), i});
         seam.push_back(exit);
     }
 }

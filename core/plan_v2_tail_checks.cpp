@@ -80,7 +80,7 @@ void tail_tasks(Checker& c) {
 }
 
 // The tail's steps: each receive entry published once, by its owner's reducer right after the entry's
-// REDUCE; each task's POLL, DECAY, REC and NORM once, in that order, on its CTA's seam team after the
+// REDUCE (or its RELEASE); each task's POLL, DECAY, REC and NORM once, in that order, on its CTA's seam team after the
 // seam; the ranks of a cluster take the pairs they share in one order (else two ranks each wait at a
 // DECAY for a share the other has not polled). Without the tail, none of these steps.
 void tail_programs(Checker& c) {
@@ -99,8 +99,9 @@ void tail_programs(Checker& c) {
                 c.fail(p.proc_name(q) + " " + p.describe(in) + " is a step of the tail, which this plan leaves out");
                 continue;
             }
-            if (in.opcode() == V2Op::PUBLISH) {
-                const bool after = i > 0 && prog[i - 1].opcode() == V2Op::REDUCE && prog[i - 1].a == in.a;
+            if (in.opcode() == V2Op::PUBLISH) {  // right after its REDUCE, or after the RELEASE that follows it
+                const size_t j = i > 0 && prog[i - 1].opcode() == V2Op::RELEASE ? i - 1 : i;
+                const bool after = j > 0 && prog[j - 1].opcode() == V2Op::REDUCE && prog[j - 1].a == in.a;
                 c.need(after && ++published[size_t(in.a)] == 1,
                        p.proc_name(q) + " " + p.describe(in) + " does not follow its entry's REDUCE, or publishes it twice");
                 continue;

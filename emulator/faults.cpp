@@ -82,8 +82,8 @@ const std::vector<FaultInfo>& fault_list() {
          "polls them waits for words that never come (a hang)",
          false, 2},
         {Fault::tail_onrm_unwaited, "tail_onrm_unwaited",
-         "(--kernel v2 --tail) task 0's NORM sums the pair's partial Σō² without waiting on its onrm barrier: a partial may "
-         "not have landed",
+         "(--kernel v2 --tail) CTA 0's last NORM sums its pair's partial Σō² without waiting on its onrm barrier: a partial "
+         "may not have landed (an earlier NORM is ordered after its peers' REC by the later pairs' waits)",
          false, 2},
         {Fault::tail_decay_unwaited, "tail_decay_unwaited",
          "(--kernel v2 --tail) task 0's REC runs the recurrence without waiting on its decay barrier: a peer's decays "
@@ -240,7 +240,7 @@ bool FaultHooks::drops_seam_send(int cluster, int from, int to, int bar) const {
 }
 bool FaultHooks::skips_words_wait(int task, int wait) const { return fault == Fault::tail_word_unwaited && task == 0 && wait == 0; }
 bool FaultHooks::publishes_stale_tag(int entry) const { return fault == Fault::tail_stale_tag && entry == 0; }
-bool FaultHooks::skips_onrm_wait(int task) const { return fault == Fault::tail_onrm_unwaited && task == 0; }
+bool FaultHooks::skips_onrm_wait(int cta, bool last) const { return fault == Fault::tail_onrm_unwaited && cta == 0 && last; }
 bool FaultHooks::skips_decay_wait(int task) const { return fault == Fault::tail_decay_unwaited && task == 0; }
 
 }  // namespace monokda::emu

@@ -46,7 +46,7 @@ enum class Fault {
     // kernel v2's tail (a plan with it)
     tail_word_unwaited,           // task 0's POLL reads the words of its first receive entry without polling them
     tail_stale_tag,               // the owner of receive entry 0 publishes its words with the step before's tag: they never come
-    tail_onrm_unwaited,           // task 0's NORM reads the pair's partial Σō² without waiting on its onrm barrier
+    tail_onrm_unwaited,           // CTA 0's last NORM reads its pair's partial Σō² without waiting on its onrm barrier
     tail_decay_unwaited,          // task 0's REC runs the recurrence on the pair's decays without waiting on its decay barrier
 };
 
@@ -99,7 +99,7 @@ struct FaultHooks {
     bool drops_seam_send(int cluster, int from, int to, int bar) const;  // seam_wgt_dropped (ranks; bar: V2SeamBar)
     bool skips_words_wait(int task, int wait) const;   // tail_word_unwaited: task 0's first words wait
     bool publishes_stale_tag(int entry) const;         // tail_stale_tag: receive entry 0's words
-    bool skips_onrm_wait(int task) const;              // tail_onrm_unwaited: task 0's NORM
+    bool skips_onrm_wait(int cta, bool last) const;    // tail_onrm_unwaited: CTA 0's last NORM
     bool skips_decay_wait(int task) const;             // tail_decay_unwaited: task 0's REC
     // BadInput where the fault is another kernel's (kernel: 1 or 2)
     void require_kernel(int kernel) const;

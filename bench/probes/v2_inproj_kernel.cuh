@@ -205,9 +205,7 @@ __device__ void reduce(const Cta& k, int lane, const v2tail::Cta* tail) {
                 }
             }
             // free_first: the slot freed before the stores (its arrive's CTA fence then waits for no store)
-            // and before the entry's PUBLISH, where the plan has one between them
-            const int next = i + 1 < end && v.instr(i + 1).op == int32_t(V2Op::PUBLISH) ? i + 2 : i + 1;
-            if (a.free_first && next < end && v.instr(next).op == int32_t(V2Op::RELEASE)) release(v.free_entry(v.instr(next).a)), freed = next;
+            if (a.free_first && i + 1 < end && v.instr(i + 1).op == int32_t(V2Op::RELEASE)) release(v.free_entry(v.instr(i + 1).a)), freed = i + 1;
 #pragma unroll
             for (int c = 0; c < kCols; ++c) {
                 const int col = lane + 32 * c;

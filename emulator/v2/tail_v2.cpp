@@ -344,10 +344,12 @@ bool Machine::rec(int p, const V2Instr& in) {
 bool Machine::norm(int p, const V2Instr& in) {
     Proc& pr = procs_[size_t(p)];
     const auto& w = waits_[size_t(p)][pr.pc];
+    const auto& prog = plan_.programs[size_t(p)];
+    const bool last = std::none_of(prog.begin() + long(pr.pc) + 1, prog.end(), [](const V2Instr& i) { return i.opcode() == V2Op::NORM; });
     for (; pr.sub < int(w.size()); ++pr.sub) {
         const V2Wait& x = w[size_t(pr.sub)];
         if (x.bar.kind == V2Bar::words ? !await_words(p, x, in.a, pr.sub)
-                                       : !hooks_.skips_onrm_wait(in.a) && !await(p, x))
+                                       : !hooks_.skips_onrm_wait(PlanV2::proc_cta(p), last) && !await(p, x))
             return false;
     }
     words_read(p, in, V2Op::NORM);

@@ -464,20 +464,20 @@ TEST_CASE("the tail's tasks: a (request, head)'s tiles on the ranks of one clust
     CHECK(small.problems().empty());
 }
 
-TEST_CASE("the tail's steps and waits: PUBLISH after each REDUCE, a task's POLL, DECAY, REC and NORM after the seam, as worked out by hand") {
+TEST_CASE("the tail's steps and waits: PUBLISH after each REDUCE and RELEASE, a task's POLL, DECAY, REC and NORM after the seam, as worked out by hand") {
     Config c = step("k3", 1, 4);
     const PlanV2 p = PlanV2::build(c, PlanV2Params::for_config(c, 1));
     REQUIRE(p.has_seam());
-    // every reducer: each REDUCE followed by the PUBLISH of its entry
+    // every reducer: each REDUCE followed by its RELEASE, then the PUBLISH of its entry
     int published = 0;
     for (int k = 0; k < p.ctas(); ++k) {
         const auto& prog = p.programs[size_t(PlanV2::proc(k, V2Role::reducer))];
         for (size_t i = 0; i < prog.size(); ++i)
             if (prog[i].opcode() == V2Op::REDUCE) {
                 REQUIRE(i + 2 < prog.size());
-                CHECK(prog[i + 1].opcode() == V2Op::PUBLISH);
-                CHECK(prog[i + 1].a == prog[i].a);
-                CHECK(prog[i + 2].opcode() == V2Op::RELEASE);
+                CHECK(prog[i + 1].opcode() == V2Op::RELEASE);
+                CHECK(prog[i + 2].opcode() == V2Op::PUBLISH);
+                CHECK(prog[i + 2].a == prog[i].a);
                 ++published;
             }
     }
@@ -515,14 +515,15 @@ TEST_CASE("the tail's steps and waits: PUBLISH after each REDUCE, a task's POLL,
     CHECK(norm[2].bar == V2BarRef{V2Bar::onrm, k, 0});
     CHECK(p.wait_texts(sp, 9)[2] == "onrm[pair 0] of CTA 26 round 0");
     CHECK(p.describe(prog[6]) == "POLL(task 26: request 0, head 3, rows 32..47)");
-    // R = 2, L = 1: cluster 0 has pairs q 0 and 15, each rank takes them in that order, on its barriers 0 and 1
+    // R = 2, L = 1: cluster 0 has pairs q 0 and 15, each rank takes them in that order, on its barriers 0 and 1,
+    // both NORMs after the last REC (a NORM waits for g, which streams last)
     c = step("k3", 2, 1);
     const PlanV2 two = PlanV2::build(c, PlanV2Params::for_config(c, 1));
     std::vector<std::pair<V2Op, int>> tail_ops;
     for (const V2Instr& in : two.programs[size_t(PlanV2::proc(two.cta(0, 5), V2Role::seam))])
         if (in.opcode() >= V2Op::POLL) tail_ops.push_back({in.opcode(), in.a});
-    CHECK(tail_ops == std::vector<std::pair<V2Op, int>>{{V2Op::POLL, 5}, {V2Op::DECAY, 5}, {V2Op::REC, 5}, {V2Op::NORM, 5},
-                                                       {V2Op::POLL, 125}, {V2Op::DECAY, 125}, {V2Op::REC, 125}, {V2Op::NORM, 125}});
+    CHECK(tail_ops == std::vector<std::pair<V2Op, int>>{{V2Op::POLL, 5}, {V2Op::DECAY, 5}, {V2Op::REC, 5}, {V2Op::POLL, 125},
+                                                       {V2Op::DECAY, 125}, {V2Op::REC, 125}, {V2Op::NORM, 5}, {V2Op::NORM, 125}});
     CHECK(two.waits(PlanV2::proc(two.cta(0, 5), V2Role::seam), int(two.programs[size_t(PlanV2::proc(two.cta(0, 5), V2Role::seam))].size()) - 2)
               .back()
               .bar == V2BarRef{V2Bar::onrm, two.cta(0, 5), 1});

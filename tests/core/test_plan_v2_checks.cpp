@@ -2,6 +2,7 @@
 // the only one that fires on a bad plan planted for it (one table edited as a wrong builder would),
 // naming what is wrong. Every check has its plant here.
 #include <doctest/doctest.h>
+#include <algorithm>
 
 #include <functional>
 #include <set>
@@ -215,7 +216,13 @@ TEST_CASE("a tail plan's steps: one dropped, reordered, misplaced or out of orde
         {"tail_programs", "is never published: the tail's words of those rows never come",
          [](PlanV2& p) {
              auto& red = p.programs[size_t(PlanV2::proc(0, V2Role::reducer))];
-             red.erase(red.begin() + 2);
+             red.erase(red.begin() + 3);  // entry, REDUCE, RELEASE, PUBLISH
+         }},
+        // CTA 0's first PUBLISH before its REDUCE: the words would carry rows not yet summed
+        {"tail_programs", "PUBLISH(rows 6144..6151) does not follow its entry's REDUCE, or publishes it twice",
+         [](PlanV2& p) {
+             auto& red = p.programs[size_t(PlanV2::proc(0, V2Role::reducer))];
+             std::rotate(red.begin() + 1, red.begin() + 3, red.begin() + 4);
          }},
         // task 3's REC before its POLL
         {"tail_programs", "task 3 (request 0, head 0, tile 3) does not have POLL, DECAY, REC and NORM once each, in that order",

@@ -101,19 +101,20 @@ TEST_CASE("the tail in the flat table: the tasks after the seam's sends, each as
     // task 5: (request 1, head 0, tile 1) on cluster 0 rank 1, barrier 1, q/k rows 16 + 16, f_a rows 8 + 8
     CHECK(std::vector<int32_t>(w.begin() + L.tasks + 5 * 10, w.begin() + L.tasks + 6 * 10) ==
           std::vector<int32_t>{1, 0, 1, 0, 1, 1, 16, 16, 8, 8});
-    // CTA 1's seam team: ... X, then tasks 1 and 5's POLL, DECAY, REC, NORM; task 5's DECAY waits for
+    // CTA 1's seam team: ... X, then tasks 1 and 5's POLL, DECAY, REC, then their NORMs; task 5's DECAY waits for
     // share[pair 1] of CTA 1, its REC for decay[pair 1] (V2Bar 8 and 10)
     const PlanV2View v{w.data(), L};
     const int q = PlanV2::proc(1, V2Role::seam), end = v.prog_begin(q + 1);
-    CHECK(v.instr(end - 4).op == int32_t(V2Op::DECAY));
-    CHECK(v.instr(end - 3).op == int32_t(V2Op::REC));
-    CHECK(v.instr(end - 3).a == 5);
-    const int wi = w[size_t(L.wait_begin + end - 4)];
+    CHECK(v.instr(end - 5).op == int32_t(V2Op::DECAY));
+    CHECK(v.instr(end - 4).op == int32_t(V2Op::REC));
+    CHECK(v.instr(end - 4).a == 5);
+    CHECK((v.instr(end - 3).op == int32_t(V2Op::NORM) && v.instr(end - 3).a == 1 && v.instr(end - 2).op == int32_t(V2Op::NORM)));
+    const int wi = w[size_t(L.wait_begin + end - 5)];
     CHECK(std::vector<int32_t>(w.begin() + L.waits + wi * 4, w.begin() + L.waits + wi * 4 + 8) ==
           std::vector<int32_t>{8, 1, 1, 0, 10, 1, 1, 0});
-    CHECK(v.wait_begin(end - 4) == wi);  // the view's reading of the same words
-    CHECK(v.wait_begin(end - 3) == wi + 1);
-    CHECK(v.wait_begin(end - 2) == wi + 2);
+    CHECK(v.wait_begin(end - 5) == wi);  // the view's reading of the same words
+    CHECK(v.wait_begin(end - 4) == wi + 1);
+    CHECK(v.wait_begin(end - 3) == wi + 2);
     CHECK((v.wait(wi).bar.kind == V2Bar::share && v.wait(wi).bar.cta == 1 && v.wait(wi).bar.index == 1 && v.wait(wi).round == 0));
     CHECK((v.wait(wi + 1).bar.kind == V2Bar::decay && v.wait(wi + 1).bar.cta == 1 && v.wait(wi + 1).bar.index == 1));
     // what INIT arms the pair's barriers with, from the tasks as the device reads them: 2 tasks, (16 + 16 + 8) rows, 4 tokens, bf16;

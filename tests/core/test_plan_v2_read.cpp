@@ -259,7 +259,7 @@ TEST_CASE("an edited file's wrong table is named by the check it reaches") {
         // the tail plan's file: (request 0, head 0)'s tile 1 polls q and k rows 8 .. 23, which tile 0's share overlaps
         {"tail_tasks", "(request 0, head 0)'s tasks share q and k row 8 of the head 2 times", [](json& j) { j["tail"]["tasks"][1]["share"]["qk_rows"] = {8, 16}; }, true},
         // the tail plan's file: CTA 0's reducer without its first PUBLISH
-        {"tail_programs", "is never published", [](json& j) { j["ctas"][0]["roles"][1]["program"].erase(2); }, true},
+        {"tail_programs", "is never published", [](json& j) { j["ctas"][0]["roles"][1]["program"].erase(3); }, true},
         // the tables as written, a description that is not theirs
         {"file_descriptions", "ctas[3].roles[2].program[2].waits is [\"full[slot 1] of CTA 3 round 0\"]; the tables give [\"full[slot 0] of CTA 3 round 0\"]",
          [](json& j) { j["ctas"][3]["roles"][2]["program"][2]["waits"][0] = "full[slot 1] of CTA 3 round 0"; }},

@@ -222,12 +222,13 @@ TEST_CASE("words published with the step before's tag: DEADLOCK, the polling tas
     });
 }
 
-TEST_CASE("a pair's hand-off used without waiting: VISIBILITY_FAULT by tail_landed at task 0's step, naming the sender") {
+TEST_CASE("a pair's hand-off used without waiting: VISIBILITY_FAULT by tail_landed at CTA 0's step, naming the sender") {
+    // the Σō²: CTA 0's last NORM, task 4's (an earlier NORM is ordered after its peers' RECs by the later pairs' waits)
     struct Case {
         Fault fault;
         const char* reads;  // what the step reads, as the detail names it
     };
-    for (const Case& x : {Case{Fault::tail_onrm_unwaited, "NORM(task 0: request 0, head 0, rows 0..15) reads the partial Σō² of tile "},
+    for (const Case& x : {Case{Fault::tail_onrm_unwaited, "NORM(task 4: request 1, head 0, rows 0..15) reads the partial Σō² of tile "},
                           Case{Fault::tail_decay_unwaited, "REC(task 0: request 0, head 0, rows 0..15) reads the decays of tile "}}) {
         each_schedule(x.fault, Detector::tail_landed, {Detector::none, Detector::result}, [&](const V2EmulateResult& r) {
             REQUIRE(r.run.named.size() == 2);
