@@ -49,11 +49,14 @@ static std::vector<V2Task> tail_tasks(const Config& c, const PlanV2Params& pp) {
     return tasks;
 }
 
-// The tail's memory on the CTA with the most pair slots, with the alignment of its start.
+// The tail's memory on the CTA with the most pair slots, with the alignment of its start, for at most
+// one PUBLISH a unit of the most a cluster has (a rank owns 8 rows of each of its cluster's units).
 static int tail_smem_bound(const Config& c, const PlanV2Params& pp) {
     int pairs = 0;
     for (const V2Task& t : tail_tasks(c, pp)) pairs = std::max(pairs, t.onrm + 1);
-    return V2TailLayout::make(0, pairs, c.L, c.K, c.F, c.V / kV2TileRows).bytes + 15;
+    const int tiles = c.N / kV2TileRows, units = (tiles + kV2UnitTiles - 1) / kV2UnitTiles;
+    const int pubs = (units + pp.clusters - 1) / pp.clusters + 1;
+    return V2TailLayout::make(0, {pairs, pubs, c.R, c.L, c.K, c.F, c.W, c.V / kV2TileRows}).bytes + 15;
 }
 
 PlanV2Params PlanV2Params::for_config(const Config& c, int tail) {
@@ -347,8 +350,20 @@ void PlanV2::write_programs() {
 int PlanV2::smem_bytes(int k) const {
     const V2Ring& r = rings[size_t(k)];
     const int rest = inproj_smem_bytes(cfg_, params_, r.slot_bytes, r.depth) + (has_seam() ? seam_smem_bytes(cfg_, params_) : 0);
-    const int pairs = tail_pairs(k);
-    return pairs == 0 ? rest : V2TailLayout::make(rest, pairs, cfg_.L, cfg_.K, cfg_.F, tail_tiles()).bytes;
+    return has_tail() ? V2TailLayout::make(rest, tail_dims()).bytes : rest;
+}
+
+int PlanV2::tail_publishes(int k) const {
+    int most = 0;
+    for (int q = k < 0 ? 0 : k; q < (k < 0 ? ctas() : k + 1); ++q) {
+        const auto& prog = programs[size_t(proc(q, V2Role::reducer))];
+        most = std::max(most, int(std::count_if(prog.begin(), prog.end(), [](const V2Instr& i) { return i.opcode() == V2Op::PUBLISH; })));
+    }
+    return most;
+}
+
+V2TailDims PlanV2::tail_dims() const {
+    return {tail_pairs(-1), tail_publishes(-1), cfg_.R, cfg_.L, cfg_.K, cfg_.F, cfg_.W, tail_tiles()};
 }
 
 int PlanV2::tail_pairs(int k) const {

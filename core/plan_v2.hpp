@@ -172,20 +172,34 @@ MONOKDA_HD constexpr int v2_decay_bytes(const V2Task& t, int L) { return t.qkn *
 MONOKDA_HD constexpr int v2_onrm_bytes(int L) { return L * 4; }
 
 // The words a POLL or NORM stages at most (its words waits: entries of 8 rows of L tokens).
-constexpr int kV2TailStageWaits = 32;
+constexpr int kV2TailStageWaits = 16;
 
-// A CTA's tail shared memory from `base` (16-byte aligned offsets), for `pairs` pair slots of L
-// tokens: each slot's share, Σō² and decay barriers, the pair's shares (q, k [L][K], f_a [L][F], bf16),
-// the task's beta [L] (f32), its v and o rows [L][16] (bf16), the pair's Σō² partials [tile][L] and
-// decays [L][K] (f32); then, one a CTA, what a step works on: the first row of each words wait and
-// the staged words [wait][8 rows][L] (bf16), q̂ and k̂ [L][K] (f32), and what POLL copies in for
-// DECAY while it polls (neither waits for a word): the f_b_w rows of the task's keys [K / tiles][F]
-// (bf16) and their dt_bias (f32). The decays are a slot's, not a step's: a peer's land while this CTA
-// still runs the pair before. The one layout the plan's fit and the kernel's offsets are.
+// What a CTA's tail memory is laid out for: its pair slots and its reducer's PUBLISH steps (the
+// kernel lays every CTA out for the most of each), requests, tokens, keys, f_a columns, conv taps and
+// tiles a pair.
+struct V2TailDims {
+    int32_t pairs, pubs, R, L, K, F, W, tiles;
+};
+
+// A CTA's tail shared memory from `base` (16-byte aligned offsets): for each pair slot its share, Σō²
+// and decay barriers, the pair's shares (q, k [L][K], f_a [L][F], bf16), the task's beta [L] (f32),
+// its v and o rows [L][16] (bf16), the pair's Σō² partials [tile][L] and decays [L][K] (f32); then,
+// one a CTA, what a step works on: the first row of each words wait and the staged words [wait][8
+// rows][L] (bf16), q̂ and k̂ [L][K] (f32), and what POLL copies in for DECAY while it polls (neither
+// waits for a word): the f_b_w rows of the task's keys [K / tiles][F + 8] (bf16, padded) and their
+// dt_bias (f32);
+// and what PUBLISH reads, so that it loads nothing beside the stream: the entry's 8 rows [R · L][8]
+// (bf16, as REDUCE rounds them), and, staged before the first REDUCE, each PUBLISH's conv windows
+// [pub][8 rows][R][W − 1] (bf16: the state entries from the last accepted token's, zeros without a
+// slot), conv weights [pub][8][W] (f32), each request's state slot and last accepted token [2][R] and
+// each PUBLISH's first row [pub]. The decays are a slot's,
+// not a step's: a peer's land while this CTA still runs the pair before. The one layout the plan's
+// fit and the kernel's offsets are.
 struct V2TailLayout {
-    int32_t bars, q, k, fa, beta, v, o, onrm, decay, wrow, stage, qn, kn, fb, dtb, bytes;
-    MONOKDA_HD static V2TailLayout make(int base, int pairs, int L, int K, int F, int tiles) {
+    int32_t bars, q, k, fa, beta, v, o, onrm, decay, wrow, stage, qn, kn, fb, dtb, rows, cwin, cw, slot, bytes;
+    MONOKDA_HD static V2TailLayout make(int base, const V2TailDims& d) {
         auto at = [](int off) { return (off + 15) / 16 * 16; };
+        const int pairs = d.pairs, L = d.L, K = d.K, F = d.F, tiles = d.tiles;
         const int keys = K / tiles;  // a task's share of the head's keys
         V2TailLayout l{};
         l.bars = at(base);  // [pairs] share barriers, then [pairs] Σō², then [pairs] decay (8 bytes each)
@@ -202,8 +216,12 @@ struct V2TailLayout {
         l.qn = at(l.stage + kV2TailStageWaits * kV2OwnerRows * L * 2);
         l.kn = l.qn + L * K * 4;
         l.fb = l.kn + L * K * 4;
-        l.dtb = l.fb + keys * F * 2;
-        l.bytes = at(l.dtb + keys * 4);
+        l.dtb = l.fb + keys * (F * 2 + 16);  // a row padded by 16 bytes: the keys' rows at one column in distinct banks
+        l.rows = at(l.dtb + keys * 4);
+        l.cwin = at(l.rows + d.R * L * kV2OwnerRows * 2);
+        l.cw = at(l.cwin + d.pubs * kV2OwnerRows * d.R * (d.W - 1) * 2);
+        l.slot = l.cw + d.pubs * kV2OwnerRows * d.W * 4;
+        l.bytes = at(l.slot + (2 * d.R + d.pubs) * 4);
         return l;
     }
 };
@@ -281,6 +299,11 @@ public:
     // the tail's pair slots on CTA k (one past the highest onrm of its tasks; 0 without tasks), or
     // with k < 0 on the CTA with the most
     int tail_pairs(int cta) const;
+    // the PUBLISH steps of CTA k's reducer, or with k < 0 the most a CTA has
+    int tail_publishes(int cta) const;
+    // what every CTA's tail memory is laid out for (V2TailLayout): the most pair slots and PUBLISH
+    // steps a CTA has (a CTA with fewer uses a prefix of each)
+    V2TailDims tail_dims() const;
     // BadInput naming the first CTA whose shared memory does not fit one launch (a request's limit:
     // a plan asked for by shape, not a fault of the builder, which smem_fits reports)
     void require_fits() const;

@@ -73,6 +73,7 @@ struct Args {
                                   // batch (kShareBatch pieces a lane); kTailPlan: the plan's tail (ta)
     signed char tail_after[kClusters][3];  // cluster c's last unit (index in the cluster) of f_a+beta, head c's q, k, v, g
     int free_first;               // the reducer frees a receive slot before it stores the rows it summed
+    int tail_idle;                // kTailPlan: the tasks' warps arm their barriers and stop (the reducers' PUBLISH alone)
     uint32_t* tagged;             // [S][N] tagged words, never cleared
     uint32_t tag;                 // the step's tag (16 bits, never 0)
     uint32_t* assembled;          // tail 6, 7: [kTailHeads * kRanks][kShareMaxS][kAssembledRows] each rank's assembled q, k,
@@ -182,7 +183,8 @@ __device__ void reduce(const Cta& k, int lane, const v2tail::Cta* tail) {
         if (lane == 0 && f.unit - k.u0 < kMaxTracedUnits) k.st[kUnit0 + 4 * (f.unit - k.u0) + 3] = now_ns();
     };
     int freed = -1;  // free_first: the RELEASE already run
-    for (int i = v.prog_begin(p), end = v.prog_begin(p + 1); i < end; ++i) {
+    if (tail) tail->stage_conv(p, lane);  // what its PUBLISHes read that is no sum, while the first partials stream
+    for (int i = v.prog_begin(p), end = v.prog_begin(p + 1), pubs = 0; i < end; ++i) {
         const V2Instr in = v.instr(i);
         if (in.op == int32_t(V2Op::REDUCE)) {
             const V2Recv rv = v.recv(in.a);
@@ -210,12 +212,15 @@ __device__ void reduce(const Cta& k, int lane, const v2tail::Cta* tail) {
             for (int c = 0; c < kCols; ++c) {
                 const int col = lane + 32 * c;
                 if (col >= a.S) continue;
-                *reinterpret_cast<uint4*>(a.proj + size_t(col) * N + rv.row0) = make_uint4(packed[c][0], packed[c][1], packed[c][2], packed[c][3]);
+                const uint4 rows = make_uint4(packed[c][0], packed[c][1], packed[c][2], packed[c][3]);
+                *reinterpret_cast<uint4*>(a.proj + size_t(col) * N + rv.row0) = rows;
+                if (tail) *reinterpret_cast<uint4*>(tail->rows() + col * kV2OwnerRows) = rows;  // for its PUBLISH
                 if (a.tail && !tail) publish_tagged(a.tagged, col, rv.row0, packed[c], a.tag);
             }
         } else if (in.op == int32_t(V2Op::PUBLISH) && tail) {
-            __syncwarp();  // every lane's proj rows stored: PUBLISH reads them back by (row, request)
-            tail->publish(in.a, lane);
+            __syncwarp();  // every lane's rows in: PUBLISH reads them by (row, request)
+            tail->publish(in.a, pubs++, lane);
+            __syncwarp();  // read before the next REDUCE's
         } else if (in.op == int32_t(V2Op::RELEASE) && i != freed) {
             release(v.free_entry(in.a));
         }
@@ -439,11 +444,13 @@ __device__ void await_tail(const Cta& k, int warp, int lane) {
 
 // kTailPlan: the CTA's tasks on warps 2-3, from the seam team's program: its pairs' barriers armed
 // (after the entry barrier: a send that lands first cannot complete a phase before its arm), then its
-// POLL, DECAY, REC and NORM steps in order (the seam's and the cluster barriers are the kernel's own).
-__device__ void run_tail(const v2tail::Cta& t) {
+// POLL, DECAY, REC and NORM steps in order (the seam's and the cluster barriers are the kernel's own);
+// idle: none (what the reducers' PUBLISH costs in_proj without the tasks' polls).
+__device__ void run_tail(const v2tail::Cta& t, bool idle) {
     const PlanV2View& v = t.a.plan;
     const int seam = t.cta * kV2ProcsPerCta + 2 + kV2Consumers;  // PlanV2::proc(cta, V2Role::seam)
     t.arm(seam, t.tid, t.team);
+    if (idle) return;
     for (int gi = v.prog_begin(seam); gi < v.prog_begin(seam + 1); ++gi) t.step(v.instr(gi), gi, now_ns());
 }
 
@@ -464,7 +471,7 @@ __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(kThreads, 1) in
     const int rest = a.seam ? SeamSmem::layout(L.bytes, a.S, a.sa.nb).bytes : L.bytes;
     const int share_at = share_offset(rest);  // the host's smem_bytes
     const bool plan_tail = a.tail == kTailPlan;
-    const V2TailLayout tail_at = V2TailLayout::make(rest, a.ta.pairs, a.ta.L, v2tail::kK, v2tail::kF, v2tail::kT);
+    const V2TailLayout tail_at = V2TailLayout::make(rest, a.ta.dims);
     auto tail_cta = [&](int tid) { return v2tail::Cta{a.ta, reinterpret_cast<char*>(smem), tail_at, cta, tid, kTailTeam, kTailBar}; };
     const bool shares = shared_poll(a.tail) && cl < kTailHeads;
     const Cta k{a, L, smem, full, empty, recv_bar, free_bar, rank, cl, cta,
@@ -518,7 +525,7 @@ __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(kThreads, 1) in
             if (threadIdx.x == kSeamWarp0 * 32) k.st[kXReady] = now_ns();
         }
         if (warp >= kFirstConsumer) consume<KQ, NT>(k, warp - kFirstConsumer, lane);
-        else if (plan_tail) run_tail(tail_cta(int(threadIdx.x) - kSeamWarp0 * 32));
+        else if (plan_tail) run_tail(tail_cta(int(threadIdx.x) - kSeamWarp0 * 32), a.tail_idle != 0);
         else if (a.tail != 0 && a.tail != 2 && cl < kTailHeads) await_tail<NT>(k, warp, lane);
     }
     __syncthreads();

@@ -149,6 +149,7 @@ struct Case {  // one launch configuration
     int tail = 0;  // proj published as tagged words and polled by the head clusters (tailhop; Args::tail)
     int free_first = 0;  // the reducer frees a slot before its stores (tailhop)
     int tail_R = 0;      // tail kTailPlan: the step's requests (S / tail_R tokens each; the fused mode)
+    int tail_idle = 0;   // tail kTailPlan: the reducers' PUBLISH alone, no task steps (Args::tail_idle)
     int cap() const { return inflight ? std::min(inflight, stages) : stages; }
     int chunk() const { return kq * 4 * kTileBytes; }
 };
@@ -160,7 +161,7 @@ v2tail::Device* g_tail = nullptr;  // the plan's tail's buffers (the fused mode 
 int smem_bytes(const Case& c) {
     const int base = Smem::layout(nt_for(c.S), c.chunk(), c.stages, c.slots).bytes;
     const int end = c.seam ? SeamSmem::layout(base, c.S, g_seam.nb).bytes : base;
-    if (c.tail == kTailPlan) return monokda::V2TailLayout::make(end, g_tail->a.pairs, g_tail->a.L, v2tail::kK, v2tail::kF, v2tail::kT).bytes;
+    if (c.tail == kTailPlan) return monokda::V2TailLayout::make(end, g_tail->a.dims).bytes;
     return shared_poll(c.tail) ? share_offset(end) + share_bytes(c.S) : end;
 }
 
@@ -180,6 +181,7 @@ Args args_for(Device& d, const Case& c, int copy) {
     a.seam = c.seam, a.sa = g_seam;
     d.last_tag = d.last_tag % 65535 + 1;
     a.tail = c.tail, a.tagged = d.d_tagged, a.tag = d.last_tag, a.free_first = c.free_first, a.assembled = d.d_assembled;
+    a.tail_idle = c.tail_idle;
     if (c.tail == kTailPlan) {  // the tail reads this launch's proj and words, from the same table
         a.ta = g_tail->a;
         a.ta.plan = a.plan, a.ta.proj = d.d_proj, a.ta.words = d.d_tagged, a.ta.tag = a.tag, a.ta.team_warps = kTailTeam / 32;

@@ -71,12 +71,10 @@ inline void hold_to_kernel(const PlanKey& key, const PlanV2& p, int nt) {
     need(p.units.size() <= size_t(kMaxUnits), "more units than the parameter table holds");
     const Smem L = Smem::layout(nt, p.params().chunk_ksteps * kV2UnitTiles * kTileBytes, p.params().ring_depth, p.params().recv_slots);
     // the seam's memory follows in_proj's, at the plan's layout (its start's alignment counted by the plan)
-    // and the tail's after both (the kernel lays every CTA out for the most pairs: a CTA with fewer
-    // uses a prefix of the slots)
+    // and the tail's after both (every CTA laid out for the most pairs and PUBLISHes a CTA has)
     const int bytes = p.has_seam() ? SeamSmem::layout(L.bytes, p.config().S(), p.config().nb).bytes : L.bytes;
-    const Config& c = p.config();
     for (int k = 0; k < kCtas; ++k) {
-        const int pairs = p.tail_pairs(k), want = pairs ? V2TailLayout::make(bytes, pairs, c.L, c.K, c.F, p.tail_tiles()).bytes : bytes;
+        const int want = p.has_tail() ? V2TailLayout::make(bytes, p.tail_dims()).bytes : bytes;
         need(p.rings[size_t(k)].slot_bytes == L.x / p.params().ring_depth && p.smem_bytes(k) >= want && p.smem_bytes(k) < want + 16,
              "CTA " + std::to_string(k) + "'s ring slots or shared memory are not the kernel's layout");
     }

@@ -77,9 +77,9 @@ inline Device setup(const TailFixture& f) {
     a.words = upload(std::vector<uint32_t>(size_t(f.S) * kN, 0u));
     a.stamps = blank<unsigned long long>(size_t(120) * kStamps);
     a.error = upload(std::vector<uint32_t>(4, 0u));
-    a.R = f.R, a.L = f.L, a.pairs = f.pairs, a.conv_len = f.conv_len, a.conv_ds = f.conv_ds ? 1 : 0;
+    a.R = f.R, a.L = f.L, a.dims = f.dims, a.conv_len = f.conv_len, a.conv_ds = f.conv_ds ? 1 : 0;
     a.eps = f.eps, a.l2_eps = f.l2_eps, a.lb = f.lower_bound, a.k_scale = f.k_scale;
-    d.smem = monokda::V2TailLayout::make(0, f.pairs, f.L, kK, kF, kT).bytes;
+    d.smem = monokda::V2TailLayout::make(0, f.dims).bytes;
     return d;
 }
 

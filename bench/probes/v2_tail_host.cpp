@@ -35,7 +35,7 @@ TailFixture tail_fixture(int R, int L, uint64_t seed) {
     f.conv_ds = cfg.conv_layout == ConvLayout::ds;
     f.eps = float(cfg.eps), f.l2_eps = float(cfg.l2_eps), f.lower_bound = float(cfg.lower_bound);
     f.k_scale = float(std::pow(double(cfg.K), -0.5));
-    f.pairs = plan.tail_pairs(-1);
+    f.dims = plan.tail_dims();
     f.words = plan.serialize();
     f.order = ord.str();
     f.proj = bits(ref.proj), f.conv_state = bits(in.conv_state), f.f_b_w = bits(in.f_b_w), f.o_norm_w = bits(in.o_norm_w);

@@ -8,10 +8,13 @@
 #include <string>
 #include <vector>
 
+#include "core/plan_v2.hpp"
+
 namespace monokda::probe::v2 {
 
 struct TailFixture {
-    int R = 0, L = 0, S = 0, slots = 0, conv_len = 0, pairs = 0;  // pairs: the most a CTA takes part in
+    int R = 0, L = 0, S = 0, slots = 0, conv_len = 0;
+    monokda::V2TailDims dims{};  // what the tail's memory is laid out for (PlanV2::tail_dims)
     uint64_t seed = 0;
     bool conv_ds = false;
     float eps = 0.f, l2_eps = 0.f, lower_bound = 0.f, k_scale = 0.f;  // k_scale: K^−½ as the reference takes it

@@ -36,6 +36,7 @@ constexpr int kColV = 2 * kE, kColG = 3 * kE, kColFa = 4 * kE, kColBeta = 4 * kE
 constexpr int kMaxL = probe::v2::kTailMaxL;  // the host holds the plan to it (v2_tail_plan.hpp)
 constexpr int kMaxTeamWarps = 10, kMaxThreads = 32 + 32 * kMaxTeamWarps;  // warp 0 the reducer, then the seam team
 constexpr int kRecThreads = kRows * 8;                                          // 8 lanes a state row
+constexpr int kFbStride = kF * 2 + 16;  // bytes a staged f_b_w row (V2TailLayout: padded)
 constexpr unsigned long long kGiveUpNs = 200000000ull;
 static_assert(kK == 128 && kF == 128 && kT == 8, "the trees below are written for 128 terms and 8 tiles");
 
@@ -52,7 +53,8 @@ struct TailArgs {
     uint32_t* words;               // [S][N]: bf16 bits | tag << 16
     unsigned long long* stamps;    // [cta][kStamps]
     uint32_t* error;               // the first wait given up: code, CTA, task, what (entry or row)
-    int R, L, pairs, conv_len, conv_ds;
+    V2TailDims dims;                // what the CTAs' tail memory is laid out for (PlanV2::tail_dims)
+    int R, L, conv_len, conv_ds;
     uint32_t tag;
     unsigned long long g_delay_ns;  // > 0: g's rows published that long after the entry barrier (g last, as it streams last)
     int team_warps;                 // the seam team's warps, 1 .. kMaxTeamWarps (the launch has 32 + 32 · team_warps threads):
@@ -69,8 +71,8 @@ struct Cta {
     int bar;       // the team's named barrier (1 here; the in_proj kernel's own use others)
     __device__ void sync() const { asm volatile("bar.sync %0, %1;" ::"r"(bar), "r"(team) : "memory"); }
     __device__ uint64_t* share_bar() const { return reinterpret_cast<uint64_t*>(sm + s.bars); }
-    __device__ uint64_t* onrm_bar() const { return share_bar() + a.pairs; }
-    __device__ uint64_t* decay_bar() const { return share_bar() + 2 * a.pairs; }
+    __device__ uint64_t* onrm_bar() const { return share_bar() + a.dims.pairs; }
+    __device__ uint64_t* decay_bar() const { return share_bar() + 2 * a.dims.pairs; }
     __device__ uint16_t* q(int slot, int t) const { return reinterpret_cast<uint16_t*>(sm + s.q) + (slot * a.L + t) * kK; }
     __device__ uint16_t* k(int slot, int t) const { return reinterpret_cast<uint16_t*>(sm + s.k) + (slot * a.L + t) * kK; }
     __device__ uint16_t* fa(int slot, int t) const { return reinterpret_cast<uint16_t*>(sm + s.fa) + (slot * a.L + t) * kF; }
@@ -82,6 +84,14 @@ struct Cta {
     __device__ int* wrow() const { return reinterpret_cast<int*>(sm + s.wrow); }
     __device__ uint16_t* stage() const { return reinterpret_cast<uint16_t*>(sm + s.stage); }
     __device__ float* vec(int off, int t) const { return reinterpret_cast<float*>(sm + off) + t * kK; }
+    // PUBLISH's: the entry's rows [token][8]; the j-th PUBLISH's conv window and taps of its row i
+    // (request r); each request's state slot, last accepted token, each PUBLISH's first row
+    __device__ uint16_t* rows() const { return reinterpret_cast<uint16_t*>(sm + s.rows); }
+    __device__ uint16_t* cwin(int j, int i, int r) const { return reinterpret_cast<uint16_t*>(sm + s.cwin) + ((j * kV2OwnerRows + i) * a.R + r) * (kW - 1); }
+    __device__ float* cw(int j, int i) const { return reinterpret_cast<float*>(sm + s.cw) + (j * kV2OwnerRows + i) * kW; }
+    __device__ int* slot_of() const { return reinterpret_cast<int*>(sm + s.slot); }
+    __device__ int* acc_of() const { return slot_of() + a.R; }
+    __device__ int* pub_row() const { return slot_of() + 2 * a.R; }
 
     __device__ void give_up(Error e, int task, int what) const {
         if (atomicCAS(&a.error[0], 0u, uint32_t(e)) == 0u) a.error[1] = uint32_t(cta), a.error[2] = uint32_t(task), a.error[3] = uint32_t(what);
@@ -131,9 +141,10 @@ struct Cta {
     __device__ size_t ssm_at(int slot, int h, int v) const { return ((size_t(slot) * kH + h) * kV + v) * kK; }
 
     __device__ void make_bars() const;
+    __device__ void stage_conv(int reducer, int lane) const;
     __device__ void arm(int seam, int i0, int stride) const;
     __device__ bool step(const V2Instr& in, int gi, unsigned long long t0) const;
-    __device__ void publish(int e, int lane) const;
+    __device__ void publish(int e, int j, int lane) const;
     __device__ void poll(int task, int gi) const;
     __device__ void gate(int task, int gi) const;
     __device__ void rec(int task, int gi) const;
@@ -144,30 +155,77 @@ __device__ __forceinline__ void st_relaxed_u32(uint32_t* p, uint32_t v) {
     asm volatile("st.relaxed.gpu.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
 
-// PUBLISH: the entry's 8 rows for every request (a lane a row and request), q, k and v channels
-// through the conv: out[t] = SiLU(Σ_j seq[t + j] · w[j]) rounded (#5) over W − 1 state entries (from
-// the last accepted token's; zeros without a slot) and the L raw inputs; the new conv_state entries.
-__device__ void Cta::publish(int e, int lane) const {
+// Before the reducer's first REDUCE (its lanes), what its PUBLISHes read that is no sum, so that a
+// PUBLISH loads nothing beside the stream: each request's slot and last accepted token, each
+// PUBLISH's first row (the j-th of the program, as the reducer counts them), then every conv row's
+// window and taps in one batch of independent loads.
+__device__ void Cta::stage_conv(int reducer, int lane) const {
+    const int b = a.plan.prog_begin(reducer), n = a.plan.prog_begin(reducer + 1) - b;
+    for (int r = lane; r < a.R; r += 32) slot_of()[r] = a.idx[r * a.L], acc_of()[r] = a.num_acc[r];
+    int pubs = 0;
+    for (int i0 = 0; i0 < n; i0 += 32) {  // the program's steps a lane each: PUBLISH j by the ballot's prefix
+        const bool pub = i0 + lane < n && a.plan.instr(b + i0 + lane).opcode() == V2Op::PUBLISH;
+        const unsigned m = __ballot_sync(0xffffffffu, pub);
+        if (pub) pub_row()[pubs + __popc(m & ((1u << lane) - 1u))] = a.plan.recv(a.plan.instr(b + i0 + lane).a).row0;
+        pubs += __popc(m);
+    }
+    __syncwarp();
+    static_assert(kW == 4, "a row's taps are one float4");
+    const int win = kV2OwnerRows * a.R * (kW - 1), per = win + kV2OwnerRows;  // a PUBLISH's window entries, then its 8 rows' taps
+    constexpr int kBatch = 8;  // every load of a batch issued before its first store: one latency, not eight
+    for (int i0 = lane; i0 < pubs * per; i0 += kBatch * 32) {
+        float4 v[kBatch];
+        int at[kBatch];  // where it goes: a window entry's index (bf16) or ~the taps' row index
+#pragma unroll
+        for (int k = 0; k < kBatch; ++k) {
+            const int it = i0 + 32 * k, j = it / per, u = it % per;
+            at[k] = 0x7fffffff, v[k] = make_float4(0.f, 0.f, 0.f, 0.f);
+            if (it >= pubs * per) continue;
+            if (u < win) {
+                const int i = u / (a.R * (kW - 1)), r = u / (kW - 1) % a.R, q = u % (kW - 1), row = pub_row()[j] + i, slot = slot_of()[r];
+                if (row >= kC) continue;
+                at[k] = int(cwin(j, i, r) + q - reinterpret_cast<uint16_t*>(sm + s.cwin));
+                v[k].x = slot > 0 ? __uint_as_float(a.conv_in[conv_at(slot, acc_of()[r] - 1 + q, row)]) : 0.f;
+            } else if (const int row = pub_row()[j] + u - win; row < kC) {
+                at[k] = ~(j * kV2OwnerRows + u - win);
+                v[k] = *reinterpret_cast<const float4*>(a.conv_w + size_t(row) * kW);
+            }
+        }
+#pragma unroll
+        for (int k = 0; k < kBatch; ++k)
+            if (at[k] == 0x7fffffff) continue;
+            else if (at[k] >= 0) reinterpret_cast<uint16_t*>(sm + s.cwin)[at[k]] = uint16_t(__float_as_uint(v[k].x));
+            else *reinterpret_cast<float4*>(sm + s.cw + 16 * ~at[k]) = v[k];
+    }
+    __syncwarp();
+}
+
+// PUBLISH, the j-th of the reducer's program: the entry's 8 rows (rows(), as REDUCE rounded them) for
+// every request (a lane a row and request), q, k and v channels through the conv: out[t] =
+// SiLU(Σ_j seq[t + j] · w[j]) rounded (#5) over the W − 1 staged state entries and the L raw inputs;
+// the new conv_state entries (the window's last W − 2, then the inputs).
+__device__ void Cta::publish(int e, int j, int lane) const {
     const V2Recv rv = a.plan.recv(e);
     const int L = a.L;
     for (int it = lane; it < kV2OwnerRows * a.R; it += 32) {
         const int i = it % kV2OwnerRows, r = it / kV2OwnerRows, row = rv.row0 + i;
         uint16_t x[kMaxL], out[kMaxL];
-        for (int t = 0; t < L; ++t) x[t] = a.proj[size_t(r * L + t) * kN + row], out[t] = x[t];
+        for (int t = 0; t < L; ++t) x[t] = rows()[(r * L + t) * kV2OwnerRows + i], out[t] = x[t];
         if (row < kC) {
-            const int slot = a.idx[r * L], acc = a.num_acc[r];
+            const int slot = slot_of()[r];
+            const uint16_t* win = cwin(j, i, r);
+            const float* w = cw(j, i);
             float seq[kW - 1 + kMaxL];
-            for (int j = 0; j < kW - 1; ++j) seq[j] = slot > 0 ? bf(bf16::from_bits(a.conv_in[conv_at(slot, acc - 1 + j, row)])) : 0.f;
+            for (int q = 0; q < kW - 1; ++q) seq[q] = bf(bf16::from_bits(win[q]));
             for (int t = 0; t < L; ++t) seq[kW - 1 + t] = bf(bf16::from_bits(x[t]));
-            const float* w = a.conv_w + size_t(row) * kW;
             for (int t = 0; t < L; ++t) {
                 float s = seq[t] * w[0];
-                for (int j = 1; j < kW; ++j) s = s + seq[t + j] * w[j];
+                for (int q = 1; q < kW; ++q) s = s + seq[t + q] * w[q];
                 out[t] = rnd(s / (1.f + exp_f(-s)));
                 a.qkv[size_t(r * L + t) * kC + row] = out[t];
             }
             if (slot > 0) {
-                for (int j = 0; j < kW - 2; ++j) a.conv_out[conv_at(slot, j, row)] = a.conv_in[conv_at(slot, acc + j, row)];
+                for (int q = 0; q < kW - 2; ++q) a.conv_out[conv_at(slot, q, row)] = win[q + 1];
                 for (int t = 0; t < L; ++t) a.conv_out[conv_at(slot, kW - 2 + t, row)] = x[t];
             }
         }
@@ -184,7 +242,7 @@ __device__ void Cta::poll(int task, int gi) const {
     sync();  // the staging buffer, from the step before's threads
     const int L = a.L, h = t.head, v0 = t.tile * kRows, sl = t.onrm;
     for (int i = tid; i < kKeys * kF / 8 + kKeys / 4; i += team)  // DECAY's inputs that need no word: in flight while it polls
-        if (i < kKeys * kF / 8) copy16_async(sm + s.fb + 16 * i, a.f_b_w + size_t(h * kK + t.qk0) * kF + 8 * i);
+        if (i < kKeys * kF / 8) copy16_async(sm + s.fb + i / (kF / 8) * kFbStride + 16 * (i % (kF / 8)), a.f_b_w + size_t(h * kK + t.qk0) * kF + 8 * i);
         else copy16_async(sm + s.dtb + 16 * (i - kKeys * kF / 8), a.dt_bias + h * kK + t.qk0 + 4 * (i - kKeys * kF / 8));
     async_commit();
     stage_words(gi, task);
@@ -218,31 +276,47 @@ __device__ __forceinline__ float row_sum(float v) {
     return v;
 }
 
-// DECAY: the pair's shares in; g1 of its share's keys (stored), a half-warp an element (8 terms a
-// lane from the staged f_b_w rows, then the 16 lanes, which all hold the sum), and each one's decay
-// (two exps), lane m of the half-warp sending it to the pair's tile m; then q̂ and k̂, a warp a token
-// (4 keys a lane, then the 32 lanes), for REC.
+// A thread's pairwise tree of the 128 products f_a · w (bf16 rows in shared memory, 16 bytes a step):
+// pairwise8 of each 8 consecutive terms, then the 16 partial sums pairwise in order, which is the
+// butterfly's pair_sum(0, 128) (kda_numerics.hpp) in one thread.
+__device__ __forceinline__ float dot128(const uint16_t* fa, const char* w) {
+    float g[16];
+#pragma unroll
+    for (int q = 0; q < 16; ++q) {
+        const uint4 wv = *reinterpret_cast<const uint4*>(w + 16 * q), fv = *reinterpret_cast<const uint4*>(fa + 8 * q);
+        const uint32_t ww[4] = {wv.x, wv.y, wv.z, wv.w}, ff[4] = {fv.x, fv.y, fv.z, fv.w};
+        float p[8];
+#pragma unroll
+        for (int u = 0; u < 4; ++u) p[2 * u] = bf_lo(ff[u]) * bf_lo(ww[u]), p[2 * u + 1] = bf_hi(ff[u]) * bf_hi(ww[u]);
+        g[q] = pairwise8(p);
+    }
+#pragma unroll
+    for (int m = 1; m < 16; m *= 2)
+#pragma unroll
+        for (int q = 0; q < 16; q += 2 * m) g[q] = g[q] + g[q + m];
+    return g[0];
+}
+
+// DECAY: the pair's shares in; g1 of its share's keys (stored) and each one's decay (two exps), a
+// thread an element (token, key), sent to every tile of the pair; then q̂ and k̂, a warp a token (4
+// keys a lane, then the 32 lanes), for REC. A thread an element, not a half-warp: the exps' latency
+// is paid once a step, not once an element of a warp's turn.
 __device__ void Cta::gate(int task, int gi) const {
     const V2Task t = a.plan.task(task);
     const V2Wait w = a.plan.wait(a.plan.wait_begin(gi));
+    const float A_log = a.A_log[t.head];  // in flight during the waits
     async_wait<0>();     // this thread's copies of f_b_w and dt_bias
     sync();  // everyone's
     wait_bar(&share_bar()[w.bar.index], uint32_t(w.round & 1), task);
     const int L = a.L, h = t.head, sl = t.onrm, r = t.request;
-    const int half = tid / 16, hl = tid % 16;
-    const float A = exp_f(a.A_log[h]), *dtb = reinterpret_cast<const float*>(sm + s.dtb);
-    for (int base = 2 * (tid / 32); base < L * kKeys; base += 2 * (team / 32)) {
-        const int e = base + half % 2, tok = e / kKeys, j = e % kKeys, kk = t.qk0 + j;  // L · kKeys is even: whole warps
-        const uint4 wv = *reinterpret_cast<const uint4*>(sm + s.fb + (j * kF + 8 * hl) * 2);
-        const uint4 fv = *reinterpret_cast<const uint4*>(fa(sl, tok) + 8 * hl);
-        const uint32_t ww[4] = {wv.x, wv.y, wv.z, wv.w}, ff[4] = {fv.x, fv.y, fv.z, fv.w};
-        float p[8];
-        for (int q = 0; q < 4; ++q) p[2 * q] = bf_lo(ff[q]) * bf_lo(ww[q]), p[2 * q + 1] = bf_hi(ff[q]) * bf_hi(ww[q]);
-        const uint16_t g1 = rnd(pairwise_16_lanes(pairwise8(p)));
-        if (hl == 0) a.g1[size_t(r * L + tok) * kE + h * kK + kk] = g1;
-        if (hl < kT) {
-            const float d = exp_f(a.lb * sigmoid_f(A * (bf(bf16::from_bits(g1)) + dtb[j])));
-            const V2Task to = a.plan.task(task - t.tile + hl);  // the pair: the T tasks around (held by the host)
+    const float A = exp_f(A_log), *dtb = reinterpret_cast<const float*>(sm + s.dtb);
+    for (int e = tid; e < L * kKeys; e += team) {
+        const int tok = e / kKeys, j = e % kKeys, kk = t.qk0 + j;
+        const uint16_t g1 = rnd(dot128(fa(sl, tok), sm + s.fb + j * kFbStride));
+        a.g1[size_t(r * L + tok) * kE + h * kK + kk] = g1;
+        const float d = exp_f(a.lb * sigmoid_f(A * (bf(bf16::from_bits(g1)) + dtb[j])));
+        for (int m = 0; m < kT; ++m) {
+            const V2Task to = a.plan.task(task - t.tile + m);  // the pair: the T tasks around (held by the host)
             st_async_u32(peer_addr(decay(to.onrm, tok) + kk, uint32_t(to.rank)), f32_bits(d), peer_addr(&decay_bar()[to.onrm], uint32_t(to.rank)));
         }
     }
@@ -263,12 +337,12 @@ __device__ void Cta::gate(int task, int gi) const {
 __device__ void Cta::rec(int task, int gi) const {
     const V2Task t = a.plan.task(task);
     const V2Wait w = a.plan.wait(a.plan.wait_begin(gi));
+    const int L = a.L, h = t.head, v0 = t.tile * kRows, sl = t.onrm, r = t.request;
+    const int init = a.idx[r * L + a.num_acc[r] - 1];  // loaded before the wait, not after it beside the stream
     sync();  // q̂ and k̂ from DECAY's threads, beta and v from POLL's
     wait_bar(&decay_bar()[w.bar.index], uint32_t(w.round & 1), task);
-    const int L = a.L, h = t.head, v0 = t.tile * kRows, sl = t.onrm, r = t.request;
     for (int rt = tid; rt < kRecThreads; rt += team) {  // whole warps: a team of fewer threads takes the rows in turns
         const int row = rt / 8, kb = 16 * (rt % 8);
-        const int init = a.idx[r * L + a.num_acc[r] - 1];
         if (init > 0) {
             float S[16];
             const float4* from = reinterpret_cast<const float4*>(a.ssm_in + ssm_at(init, h, v0 + row) + kb);
@@ -333,7 +407,7 @@ __device__ void Cta::norm(int task, int gi) const {
 // that lands first takes the byte count below zero, and the phase, which counts the arm's one
 // arrival, cannot complete before it.
 __device__ void Cta::make_bars() const {
-    for (int p = 0; p < a.pairs; ++p) mbar_init(&share_bar()[p], 1), mbar_init(&onrm_bar()[p], 1), mbar_init(&decay_bar()[p], 1);
+    for (int p = 0; p < a.dims.pairs; ++p) mbar_init(&share_bar()[p], 1), mbar_init(&onrm_bar()[p], 1), mbar_init(&decay_bar()[p], 1);
 }
 __device__ void Cta::arm(int seam, int i0, int stride) const {
     for (int gi = a.plan.prog_begin(seam) + i0; gi < a.plan.prog_begin(seam + 1); gi += stride) {
@@ -377,7 +451,7 @@ __device__ bool Cta::step(const V2Instr& in, int gi, unsigned long long t0) cons
 __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(kMaxThreads, 1) tail_kernel(const __grid_constant__ TailArgs a) {
     extern __shared__ __align__(16) char sm[];
     const int cta = int(blockIdx.x), warp = int(threadIdx.x) / 32;
-    const Cta c{a, sm, V2TailLayout::make(0, a.pairs, a.L, kK, kF, kT), cta, warp == 0 ? int(threadIdx.x) : int(threadIdx.x) - 32, 32 * a.team_warps, 1};
+    const Cta c{a, sm, V2TailLayout::make(0, a.dims), cta, warp == 0 ? int(threadIdx.x) : int(threadIdx.x) - 32, 32 * a.team_warps, 1};
     const int seam = cta * kV2ProcsPerCta + 2 + kV2Consumers, reducer = cta * kV2ProcsPerCta + 1;
     if (threadIdx.x == 0) c.make_bars();
     __syncthreads();
@@ -387,7 +461,8 @@ __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(kMaxThreads, 1) tail
     unsigned long long* st = a.stamps + size_t(cta) * kStamps;
     const int p = warp == 0 ? reducer : seam;
     unsigned long long entry = 0;
-    for (int gi = a.plan.prog_begin(p); gi < a.plan.prog_begin(p + 1); ++gi) {
+    if (warp == 0) c.stage_conv(reducer, c.tid);
+    for (int gi = a.plan.prog_begin(p), pubs = 0; gi < a.plan.prog_begin(p + 1); ++gi) {
         const V2Instr in = a.plan.instr(gi);
         const unsigned long long t0 = now_ns();
         if (in.opcode() == V2Op::SYNC) {
@@ -399,7 +474,11 @@ __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(kMaxThreads, 1) tail
             const bool g = row0 >= kColG && row0 < kColFa;
             while (g && now_ns() - entry < a.g_delay_ns) {
             }
-            c.publish(in.a, c.tid);
+            for (int col = c.tid; col < a.R * a.L; col += 32)  // proj is an input here: the entry's rows from it
+                *reinterpret_cast<uint4*>(c.rows() + col * kV2OwnerRows) = *reinterpret_cast<const uint4*>(a.proj + size_t(col) * kN + row0);
+            __syncwarp();
+            c.publish(in.a, pubs++, c.tid);
+            __syncwarp();  // rows() read before the next entry's
             if (c.tid == 0) st[kPublished] = now_ns();
             if (c.tid == 0 && g) st[kGStored] = now_ns();
         } else {

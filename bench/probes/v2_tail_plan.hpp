@@ -34,7 +34,7 @@ inline std::vector<std::string> tail_kernel_problems(const PlanV2& p, bool fused
               fused ? "not the tail on 15 clusters of 8" : "not the tail on 15 clusters of 8 without the seam"))
         return out;
     if (!need(c.L <= kTailMaxL && c.K == 128 && c.V == 128 && c.F == 128 && p.tail_tiles() == 8, "not the shape the kernel is compiled for")) return out;
-    need(V2TailLayout::make(0, p.tail_pairs(-1), c.L, c.K, c.F, p.tail_tiles()).bytes <= kV2SmemBytes, "the tail's own shared memory does not fit");
+    need(V2TailLayout::make(0, p.tail_dims()).bytes <= kV2SmemBytes, "the tail's own shared memory does not fit");
     const int T = p.tail_tiles();
     for (size_t i = 0; i < p.tasks.size(); ++i) {
         const V2Task& t = p.tasks[i];

@@ -113,7 +113,7 @@ int run_shape(int R, int L, int launches, int team_warps) {
     d.a.team_warps = team_warps;
     check(cudaFuncSetAttribute(tail_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, d.smem), "smem attr");
     std::printf("R %d x L %d (S %d), a team of %d warps: %d tasks, %d pairs a CTA at most, %d bytes of shared memory; order %s\n", R, L,
-                f.S, team_warps, int(monokda::read_v2_header(f.words).n_tasks), f.pairs, d.smem, f.order.c_str());
+                f.S, team_warps, int(monokda::read_v2_header(f.words).n_tasks), f.dims.pairs, d.smem, f.order.c_str());
     print_decays(f);
     uint32_t tag = 1;
     int rc = 0;

@@ -347,28 +347,39 @@ TEST_CASE("the parameters: the seam where its shared memory fits beside in_proj'
 
 TEST_CASE("the tail's shared memory: the production shape's offsets as worked out by hand, and where one launch does not fit") {
     // 1 pair, L = 1: barriers 3 × 8 -> 32; q, k, f_a 256 each; beta 4 -> 816; v, o 32 each; Σō² 8 tiles
-    // × 4; decays 128 × 4; 32 wait rows × 4; staged words 32 × 8 × 2 = 512; q̂, k̂ 512 each; the task's 16
-    // rows of f_b_w 16 × 128 × 2; their dt_bias 64
-    const V2TailLayout l = V2TailLayout::make(0, 1, 1, 128, 128, 8);
-    CHECK(std::vector<int>{l.bars, l.q, l.k, l.fa, l.beta, l.v, l.o, l.onrm, l.decay, l.wrow, l.stage, l.qn, l.kn, l.fb, l.dtb, l.bytes} ==
-          std::vector<int>{0, 32, 288, 544, 800, 816, 848, 880, 912, 1424, 1552, 2064, 2576, 3088, 7184, 7248});
-    CHECK(V2TailLayout::make(100, 1, 1, 128, 128, 8).q == 144);  // from an unaligned base: aligned first
-    // 3 pairs, L = 2: the shares 3 × 2 × 128 × 2 = 1536 bytes each, the decays 3 × 2 × 128 × 4
-    const V2TailLayout m = V2TailLayout::make(0, 3, 2, 128, 128, 8);
+    // × 4; decays 128 × 4; 16 wait rows × 4; staged words 16 × 8 × 2 = 256; q̂, k̂ 512 each; the task's 16
+    // rows of f_b_w 16 × (128 × 2 + 16); their dt_bias 64; one PUBLISH at R = 1, W = 4: its 8 rows 16, the
+    // windows 8 × 3 × 2 = 48 -> 7248, the weights 8 × 4 × 4 = 128, the request's slot and token and the
+    // PUBLISH's first row 3 × 4 -> 7392
+    const V2TailLayout l = V2TailLayout::make(0, {1, 1, 1, 1, 128, 128, 4, 8});
+    CHECK(std::vector<int>{l.bars, l.q, l.k, l.fa, l.beta, l.v, l.o, l.onrm, l.decay, l.wrow, l.stage, l.qn, l.kn, l.fb, l.dtb, l.rows,
+                           l.cwin, l.cw, l.slot, l.bytes} ==
+          std::vector<int>{0, 32, 288, 544, 800, 816, 848, 880, 912, 1424, 1488, 1744, 2256, 2768, 7120, 7184, 7200, 7248, 7376, 7392});
+    CHECK(V2TailLayout::make(100, {1, 1, 1, 1, 128, 128, 4, 8}).q == 144);  // from an unaligned base: aligned first
+    // 3 pairs, 5 PUBLISHes, R = 2, L = 2: the shares 3 × 2 × 128 × 2 = 1536 bytes each, the decays 3 × 2
+    // × 128 × 4; the rows 4 × 8 × 2; the windows 5 × 8 × 2 × 3 × 2, the weights 5 × 8 × 4 × 4, 2 slots
+    // and tokens and 5 first rows (9 × 4 -> 48)
+    const V2TailLayout m = V2TailLayout::make(0, {3, 5, 2, 2, 128, 128, 4, 8});
     CHECK(m.k - m.q == 1536);
     CHECK(m.wrow - m.decay == 3072);
-    CHECK(m.bytes - m.dtb == 16 * 4);
+    CHECK(m.rows - m.dtb == 16 * 4);
+    CHECK(std::vector<int>{m.cwin - m.rows, m.cw - m.cwin, m.slot - m.cw, m.bytes - m.slot} == std::vector<int>{64, 480, 640, 48});
     // The plan counts it after in_proj's and the seam's, from the next 16-byte boundary: 1 × 1 with the seam
     const Config one = step("k3", 1, 1);
     const PlanV2 bare = PlanV2::build(one, PlanV2Params::for_config(one)), tail = PlanV2::build(one, PlanV2Params::for_config(one, 1));
     REQUIRE(tail.has_seam());
     CHECK(tail.tail_pairs(0) == 1);
     CHECK(tail.tail_pairs(12 * 8) == 0);  // clusters 12-14 have no head at R = 1
-    CHECK(tail.smem_bytes(0) == (bare.smem_bytes(0) + 15) / 16 * 16 + 7248);
-    CHECK(tail.smem_bytes(12 * 8) == bare.smem_bytes(12 * 8));
+    // 105 units, 7 a cluster: every rank owns 8 rows of each, so 7 PUBLISHes a CTA; the 1-pair layout
+    // above from the rows on, with 7: windows 7 × 48 -> 7536, weights 7 × 128, slot, token and 7 first
+    // rows 9 × 4 -> 8480. Every CTA is laid out alike, tasks or not: a CTA without one still publishes.
+    CHECK(tail.tail_publishes(0) == 7);
+    CHECK(tail.tail_publishes(-1) == 7);
+    CHECK(tail.smem_bytes(0) == (bare.smem_bytes(0) + 15) / 16 * 16 + 8480);
+    CHECK(tail.smem_bytes(12 * 8) == (bare.smem_bytes(12 * 8) + 15) / 16 * 16 + 8480);
     CHECK(tail.problems().empty());
     // the seam stays on with the tail wherever it is on without (S <= 4), at nb 4 and at nb 8 (8 bank rows
-    // a row in the seam's inputs: 1 × 4 fits with 976 bytes to spare)
+    // a row in the seam's inputs: 1 × 4 fits with 464 bytes to spare)
     CHECK(PlanV2Params::for_config(step("k3", 1, 4), 1).seam == 1);
     CHECK(PlanV2Params::for_config(step("k3", 4, 1), 1).seam == 1);
     CHECK(PlanV2Params::for_config(step("k3", 1, 4), 1).tail == 1);
@@ -377,7 +388,7 @@ TEST_CASE("the tail's shared memory: the production shape's offsets as worked ou
     CHECK(PlanV2Params::for_config(wide).seam == 1);
     CHECK(PlanV2Params::for_config(wide, 1).seam == 1);
     const PlanV2 w = PlanV2::build(wide, PlanV2Params::for_config(wide, 1));
-    CHECK(w.smem_bytes(0) == kV2SmemBytes - 976);
+    CHECK(w.smem_bytes(0) == kV2SmemBytes - 464);
     CHECK(w.problems().empty());
     // 8 × 8: R·H = 96 pairs over 15 clusters, 7 on cluster 0; in_proj's and the tail's memory alone do not fit
     const Config big = step("k3", 8, 8);
@@ -386,8 +397,10 @@ TEST_CASE("the tail's shared memory: the production shape's offsets as worked ou
     CHECK(p.tail_pairs(0) == 7);
     // in_proj at S = 64: ring 3 × 16384, x 64 × 904 × 2, receive 2 × 8 × 8 × 64 × 4, pair buffer 4 × 32 × 8 × 16
     // = 214016; the tail: barriers 168 -> 176, shares 3 × 14336, beta 224, v, o, Σō² 1792 each, decays
-    // 28672, wait rows 128, staged words 4096, q̂ and k̂ 2 × 4096, f_b_w 4096, dt_bias 64 = 94032
-    CHECK(p.smem_bytes(0) == 214016 + 94032);
+    // 28672, wait rows 64, staged words 2048, q̂ and k̂ 2 × 4096, f_b_w 16 × 272, dt_bias 64 = 92176;
+    // PUBLISH's rows 64 × 16, 7 PUBLISHes' windows 7 × 8 × 8 × 3 × 2 and weights 896, 8 slots, 8 tokens,
+    // 7 first rows 23 × 4 -> 96 = 96880
+    CHECK(p.smem_bytes(0) == 214016 + 96880);
     CHECK(p.smem_bytes(0) > kV2SmemBytes);
     std::vector<std::string> fits;
     for (const auto& pr : p.problems()) fits.push_back(pr.check);

@@ -74,11 +74,11 @@ TEST_CASE("emulate and plan refuse what kernel v2 does not take, naming it, with
     // a shape whose memory does not fit one launch: exit 2, the CTA and its bytes named, nothing written
     const CliResult big = run_cli({"plan", "--kernel", "v2", "--tail", "--R", "8", "--L", "8", "-o", "never.json"});
     CHECK(big.code == 2);
-    CHECK(contains(big.out, "R 8 x L 8 with the tail does not fit one launch: CTA 0 needs 308048 bytes of shared memory, over 232448"));
+    CHECK(contains(big.out, "R 8 x L 8 with the tail does not fit one launch: CTA 0 needs 310896 bytes of shared memory, over 232448"));
     CHECK(!std::filesystem::exists("never.json"));
     const CliResult emu = run_cli({"emulate", "--kernel", "v2", "--tail", "--R", "8", "--L", "8"});  // refused the same way
     CHECK(emu.code == 2);
-    CHECK(contains(emu.out, "R 8 x L 8 with the tail does not fit one launch: CTA 0 needs 308048 bytes"));
+    CHECK(contains(emu.out, "R 8 x L 8 with the tail does not fit one launch: CTA 0 needs 310896 bytes"));
 }
 
 TEST_CASE("plan --kernel v2 writes the plan's JSON: its clusters, units, buffers and every role's steps") {
