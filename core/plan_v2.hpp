@@ -449,10 +449,11 @@ struct PlanV2Header {
     int32_t n_chunks, n_partials, n_recvs, n_frees, n_barriers, n_instrs;
     int32_t seam, nb, seam_slice_cols, n_seam_sends;  // seam 0: its tables are empty (n_seam_owners 0, no CTA entries)
     int32_t n_tasks;                                  // the tail's (0: the plan ends at proj)
+    int32_t pair_size;                                // tasks a pair (T = tail_tiles; 0 without the tail)
     int32_t total_words;
 };
 constexpr int32_t kPlanV2Magic = 0x32504b4d;  // "MKP2"
-constexpr int32_t kPlanV2Version = 5;
+constexpr int32_t kPlanV2Version = 6;  // version 5 tables have no pair_tasks (a pair's tasks were taken to be consecutive)
 // The plan file's format name and version (the file's own: version 3 files, written before the file
 // was read back, name steps by their text alone; version 4 files have no DECAY step).
 constexpr const char* kPlanV2Format = "monokda-plan-v2";
@@ -476,7 +477,7 @@ static_assert(kV2FlatEntry<V2Unit, 2 + kV2UnitTiles> && kV2FlatEntry<V2Chunk, 7>
 // definition of the layout, for serialize(), read_v2_header() and the device.
 struct PlanV2Layout {
     int32_t cluster_first, units, run_offset, chunk_begin, chunks, rings, partials, recvs, frees, barriers, seam_owner,
-        seam_ctas, seam_send_begin, seam_sends, tasks, prog_begin, instrs, wait_begin, waits;
+        seam_ctas, seam_send_begin, seam_sends, tasks, pair_tasks, prog_begin, instrs, wait_begin, waits;
 };
 PlanV2Layout v2_layout(const PlanV2Header& h);  // BadInput where a table would start past 2^31 words
 
@@ -500,6 +501,9 @@ struct PlanV2View {
     MONOKDA_HD const V2SeamSend& seam_send(int e) const { return reinterpret_cast<const V2SeamSend*>(w + at.seam_sends)[e]; }
     // the tail (header n_tasks > 0): task i
     MONOKDA_HD const V2Task& task(int i) const { return reinterpret_cast<const V2Task*>(w + at.tasks)[i]; }
+    // the task of tile m of task i's pair (its request and head): what its sends go to and its barriers count
+    MONOKDA_HD int pair_task(int i, int m) const { return w[at.pair_tasks + i * header().pair_size + m]; }
+    MONOKDA_HD const PlanV2Header& header() const { return *reinterpret_cast<const PlanV2Header*>(w); }
     // process p's steps are instrs prog_begin(p) .. prog_begin(p + 1) − 1 (p = cta · kV2ProcsPerCta + role)
     MONOKDA_HD int prog_begin(int p) const { return w[at.prog_begin + p]; }
     MONOKDA_HD const V2Instr& instr(int i) const { return reinterpret_cast<const V2Instr*>(w + at.instrs)[i]; }

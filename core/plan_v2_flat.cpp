@@ -26,6 +26,25 @@ void put_table(std::vector<int32_t>& w, const std::vector<T>& v) {
     put_table(w, v.data(), v.size());
 }
 
+// Each task's pair (PlanV2::tail_pair) by tile: row i is [tile m] the pair's task of tile m, -1 where
+// it has none (a plan that is not sound; read_v2_header refuses it). Not its index arithmetic: a
+// pair's tasks need not be consecutive.
+std::vector<int32_t> pair_rows(const PlanV2& p, int T) {
+    std::vector<int32_t> out(p.tasks.size() * size_t(T), -1);
+    std::vector<char> done(p.tasks.size(), 0);
+    for (size_t i = 0; i < p.tasks.size(); ++i) {
+        if (done[i]) continue;
+        const std::vector<int> pair = p.tail_pair(int(i));
+        std::vector<int32_t> row(size_t(T), -1);
+        for (int j : pair) {
+            const int m = p.tasks[size_t(j)].tile;
+            if (m >= 0 && m < T && row[size_t(m)] < 0) row[size_t(m)] = j;
+        }
+        for (int j : pair) std::copy(row.begin(), row.end(), out.begin() + long(j) * T), done[size_t(j)] = 1;
+    }
+    return out;
+}
+
 // Each step's waits as serialize() lays them out, in process order.
 std::vector<std::vector<V2Wait>> all_waits(const PlanV2& p) {
     std::vector<std::vector<V2Wait>> out;
@@ -38,9 +57,10 @@ std::vector<std::vector<V2Wait>> all_waits(const PlanV2& p) {
 
 PlanV2Layout v2_layout(const PlanV2Header& h) {
     for (int32_t count : {h.ranks, h.clusters, h.ctas, h.n_units, h.n_chunks, h.n_partials, h.n_recvs, h.n_frees, h.n_barriers, h.n_instrs,
-                          h.S, h.n_seam_sends, h.n_tasks})
+                          h.S, h.n_seam_sends, h.n_tasks, h.pair_size})
         if (count < 0) bad_input("plan v2 buffer: a negative count in its header");
     if (h.seam != 0 && h.seam != 1) bad_input("plan v2 buffer: its seam flag is neither 0 nor 1");
+    if ((h.n_tasks > 0) != (h.pair_size > 0)) bad_input("plan v2 buffer: its pair size is not 0 exactly where it has no tasks");
     PlanV2Layout L{};
     int64_t at = int64_t(sizeof(PlanV2Header) / 4);
     auto next = [&](int32_t& table, int64_t words) {
@@ -65,6 +85,7 @@ PlanV2Layout v2_layout(const PlanV2Header& h) {
     next(L.seam_send_begin, seam * (int64_t(h.ctas) + 1));
     next(L.seam_sends, int64_t(h.n_seam_sends) * int64_t(sizeof(V2SeamSend) / 4));
     next(L.tasks, int64_t(h.n_tasks) * int64_t(sizeof(V2Task) / 4));
+    next(L.pair_tasks, int64_t(h.n_tasks) * h.pair_size);
     next(L.prog_begin, procs + 1);
     next(L.instrs, int64_t(h.n_instrs) * int64_t(sizeof(V2Instr) / 4));
     next(L.wait_begin, int64_t(h.n_instrs) + 1);
@@ -85,6 +106,7 @@ std::vector<int32_t> PlanV2::serialize() const {
     h.n_barriers = int32_t(barriers.size());
     h.seam = params_.seam, h.nb = cfg_.nb, h.seam_slice_cols = params_.seam_slice_cols, h.n_seam_sends = int32_t(seam_sends.size());
     h.n_tasks = int32_t(tasks.size());
+    h.pair_size = has_tail() ? tail_tiles() : 0;
     if (has_seam() && (seam_owner.size() != size_t(h.S) || seam_ctas.size() != size_t(ctas()) || seam_send_begin.size() != size_t(ctas()) + 1))
         throw std::logic_error("plan v2: the seam's tables are not an owner a row and an entry a CTA");
     const std::vector<std::vector<V2Wait>> waits_of = all_waits(*this);
@@ -114,6 +136,7 @@ std::vector<int32_t> PlanV2::serialize() const {
     put_table(w, seam_send_begin);
     put_table(w, seam_sends);
     put_table(w, tasks);
+    put_table(w, pair_rows(*this, h.pair_size));
     at = 0;
     for (const auto& p : programs) w.push_back(at), at += int32_t(p.size());
     w.push_back(at);
@@ -171,10 +194,27 @@ PlanV2Header read_v2_header(const std::vector<int32_t>& words) {
     }
     for (int i = 0; i < h.n_tasks; ++i) {  // what a task's CTA and barriers index
         const V2Task& t = v.task(i);
-        if (t.cluster < 0 || t.cluster >= h.clusters || t.rank < 0 || t.rank >= h.ranks || t.onrm < 0 || t.tile < 0 || t.qk0 < 0 ||
-            t.qkn < 0 || t.fa0 < 0 || t.fan < 0)
+        if (t.cluster < 0 || t.cluster >= h.clusters || t.rank < 0 || t.rank >= h.ranks || t.onrm < 0 || t.tile < 0 ||
+            t.tile >= h.pair_size || t.qk0 < 0 || t.qkn < 0 || t.fa0 < 0 || t.fan < 0)
             bad_input("plan v2 buffer: task " + std::to_string(i) + " names a CTA, barrier, tile or share outside the plan's");
     }
+    // what a task's sends go to and its barriers count: its pair's tasks by tile, itself at its own, the
+    // one pair each of them lists (each lists its tile 0's, which lists the same tile 0)
+    for (int pass = 0; pass < 2; ++pass)
+        for (int i = 0; i < h.n_tasks; ++i)
+            for (int m = 0; m < h.pair_size; ++m) {
+                const int j = v.pair_task(i, m), first = v.pair_task(i, 0);
+                auto refuse = [&](const char* why) {
+                    bad_input("plan v2 buffer: task " + std::to_string(i) + "'s pair (pair_tasks) names task " + std::to_string(j) +
+                              " for tile " + std::to_string(m) + why);
+                };
+                const V2Task& t = v.task(i);
+                if (pass == 0 && (j < 0 || j >= h.n_tasks)) refuse(", outside the tasks");
+                if (pass == 0 && (v.task(j).request != t.request || v.task(j).head != t.head || v.task(j).tile != m))
+                    refuse(", which is not that tile of its request and head");
+                if (pass == 0 && m == t.tile && j != i) refuse(", its own tile, not itself");
+                if (pass == 1 && (v.pair_task(first, m) != j || v.pair_task(j, 0) != first)) refuse(", whose pair is another");
+            }
     for (int u = 0; u < h.n_units; ++u)
         if (v.unit(u).tiles < 1 || v.unit(u).tiles > kV2UnitTiles)
             bad_input("plan v2 buffer: unit " + std::to_string(u) + " has " + std::to_string(v.unit(u).tiles) + " tiles");

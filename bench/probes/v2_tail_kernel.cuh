@@ -254,7 +254,7 @@ __device__ void Cta::poll(int task, int gi) const {
     const int per = t.qkn + t.fan / 2;  // stores a token: q and k pairs, f_a pairs
     for (int it = tid; it < kT * L * per; it += team) {
         const int m = it / (L * per), tok = it / per % L, u = it % per;
-        const V2Task to = a.plan.task(task - t.tile + m);  // the pair: the T tasks around (held by the host)
+        const V2Task to = a.plan.task(a.plan.pair_task(task, m));  // tile m of the pair (the plan's pair_tasks)
         int row, col;
         uint16_t* dst;
         if (u < t.qkn / 2) row = h * kK + t.qk0 + 2 * u, col = t.qk0 + 2 * u, dst = q(to.onrm, tok);
@@ -316,7 +316,7 @@ __device__ void Cta::gate(int task, int gi) const {
         a.g1[size_t(r * L + tok) * kE + h * kK + kk] = g1;
         const float d = exp_f(a.lb * sigmoid_f(A * (bf(bf16::from_bits(g1)) + dtb[j])));
         for (int m = 0; m < kT; ++m) {
-            const V2Task to = a.plan.task(task - t.tile + m);  // the pair: the T tasks around (held by the host)
+            const V2Task to = a.plan.task(a.plan.pair_task(task, m));  // tile m of the pair (the plan's pair_tasks)
             st_async_u32(peer_addr(decay(to.onrm, tok) + kk, uint32_t(to.rank)), f32_bits(d), peer_addr(&decay_bar()[to.onrm], uint32_t(to.rank)));
         }
     }
@@ -374,7 +374,7 @@ __device__ void Cta::rec(int task, int gi) const {
         a.o[size_t(r * L + it / kRows) * kE + h * kV + v0 + it % kRows] = o(sl, it / kRows)[it % kRows];
     for (int it = tid; it < kT * L; it += team) {  // Σō² of the 16 rows, sequential, to each pair task
         const int m = it / L, tok = it % L;
-        const V2Task to = a.plan.task(task - t.tile + m);
+        const V2Task to = a.plan.task(a.plan.pair_task(task, m));
         float sq = bf(bf16::from_bits(o(sl, tok)[0])) * bf(bf16::from_bits(o(sl, tok)[0]));
         for (int i = 1; i < kRows; ++i) sq = sq + bf(bf16::from_bits(o(sl, tok)[i])) * bf(bf16::from_bits(o(sl, tok)[i]));
         st_async_u32(peer_addr(onrm(to.onrm, t.tile) + tok, uint32_t(to.rank)), f32_bits(sq),
@@ -415,8 +415,10 @@ __device__ void Cta::arm(int seam, int i0, int stride) const {
         if (in.opcode() != V2Op::POLL) continue;
         const V2Task t = a.plan.task(in.a);
         int bytes = 0, decays = 0;
-        for (int m = 0; m < kT; ++m)
-            bytes += v2_share_bytes(a.plan.task(in.a - t.tile + m), a.L), decays += v2_decay_bytes(a.plan.task(in.a - t.tile + m), a.L);
+        for (int m = 0; m < kT; ++m) {
+            const V2Task& from = a.plan.task(a.plan.pair_task(in.a, m));
+            bytes += v2_share_bytes(from, a.L), decays += v2_decay_bytes(from, a.L);
+        }
         mbar_arrive_expect(&share_bar()[t.onrm], uint32_t(bytes));
         mbar_arrive_expect(&decay_bar()[t.onrm], uint32_t(decays));
         mbar_arrive_expect(&onrm_bar()[t.onrm], uint32_t(kT * v2_onrm_bytes(a.L)));

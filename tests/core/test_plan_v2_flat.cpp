@@ -36,8 +36,9 @@ TEST_CASE("the flat table: the header's counts, words where worked out by hand, 
     const PlanV2 p = plan_for("small", 2, 4);
     std::vector<int32_t> w = p.serialize();
     const PlanV2Header h = read_v2_header(w);
-    CHECK(h.version == 5);
+    CHECK(h.version == 6);
     CHECK(h.n_tasks == 0);  // no tail
+    CHECK(h.pair_size == 0);
     CHECK(h.seam == 1);  // the small shape's seam: a slice of 32 columns a rank
     CHECK(h.nb == 4);
     CHECK(h.seam_slice_cols == 32);
@@ -50,7 +51,7 @@ TEST_CASE("the flat table: the header's counts, words where worked out by hand, 
     CHECK(h.partial_bytes == 256);
     CHECK(h.total_words == int(w.size()));
     const size_t hw = sizeof(PlanV2Header) / 4;
-    CHECK(hw == 27);
+    CHECK(hw == 28);
     CHECK(std::vector<int32_t>(w.begin() + long(hw), w.begin() + long(hw) + 3) == std::vector<int32_t>{0, 3, 6});  // cluster_first
     CHECK(w[hw + 3] == 0);  // unit 0: cluster 0, 4 tiles, rows 256, 272, 0, 16 (head order: f_a, beta, head 0's q)
     CHECK(w[hw + 4] == 4);
@@ -61,9 +62,9 @@ TEST_CASE("the flat table: the header's counts, words where worked out by hand, 
           std::vector<int32_t>{0, 1, 224, -1, -1, -1});
     // the run offsets follow the 6 units: CTA 1's run starts after cluster 0's 9 tiles × 2 k-steps × 512 bytes
     const PlanV2Layout L = v2_layout(h);
-    CHECK(L.cluster_first == 27);
-    CHECK(L.units == 30);
-    CHECK(L.run_offset == 30 + 36);
+    CHECK(L.cluster_first == 28);
+    CHECK(L.units == 31);
+    CHECK(L.run_offset == 31 + 36);
     CHECK(w[size_t(L.run_offset) + 1] == 9 * 2 * 512);
     CHECK(w[size_t(L.run_offset) + 16] == 8 * (9 + 9) * 2 * 512);
     std::vector<int32_t> bad = w;
@@ -74,7 +75,7 @@ TEST_CASE("the flat table: the header's counts, words where worked out by hand, 
     refused(bad, "do not match its length");
     bad = w;
     bad[1] = 1;
-    refused(bad, "version 1 (expected 5)");
+    refused(bad, "version 1 (expected 6)");
     // the seam's tables follow the barriers: row 1's owner rank 1; CTA 9 (cluster 1 rank 1) owns one row,
     // armed for its 8 senders' part sends of one row x 5 sources x 1 slice x 8 bytes; its first send is to CTA 8's part
     CHECK(L.seam_owner == L.barriers + 4 * 3);
@@ -87,7 +88,7 @@ TEST_CASE("the flat table: the header's counts, words where worked out by hand, 
     refused(std::vector<int32_t>(3), "shorter than its header");
 }
 
-TEST_CASE("the tail in the flat table: the tasks after the seam's sends, each as worked out by hand, its steps' waits with them") {
+TEST_CASE("the tail in the flat table: the tasks and their pairs after the seam's sends, each as worked out by hand, its steps' waits with them") {
     Config c = Config::preset("small");
     c.R = 2, c.L = 4, c.slots = c.S() + 1;
     PlanV2Params pp = PlanV2Params::for_config(c, 1);
@@ -95,9 +96,15 @@ TEST_CASE("the tail in the flat table: the tasks after the seam's sends, each as
     std::vector<int32_t> w = p.serialize();
     const PlanV2Header h = read_v2_header(w);
     CHECK(h.n_tasks == 8);
+    CHECK(h.pair_size == 2);  // V = 32: two tiles of 16 state rows a (request, head)
     const PlanV2Layout L = v2_layout(h);
     CHECK(L.tasks == L.seam_sends + h.n_seam_sends * 4);
-    CHECK(L.prog_begin == L.tasks + 8 * 10);
+    CHECK(L.pair_tasks == L.tasks + 8 * 10);
+    CHECK(L.prog_begin == L.pair_tasks + 8 * 2);
+    // the tasks by request, head, tile (task 4r + 2h + tile: (0, 0) is tasks 0 and 1, (0, 1) 2 and 3, (1, 0) 4 and
+    // 5, (1, 1) 6 and 7): each task's pair by tile, the pair's two tasks listed by each
+    CHECK(std::vector<int32_t>(w.begin() + L.pair_tasks, w.begin() + L.prog_begin) ==
+          std::vector<int32_t>{0, 1, 0, 1, 2, 3, 2, 3, 4, 5, 4, 5, 6, 7, 6, 7});
     // task 5: (request 1, head 0, tile 1) on cluster 0 rank 1, barrier 1, q/k rows 16 + 16, f_a rows 8 + 8
     CHECK(std::vector<int32_t>(w.begin() + L.tasks + 5 * 10, w.begin() + L.tasks + 6 * 10) ==
           std::vector<int32_t>{1, 0, 1, 0, 1, 1, 16, 16, 8, 8});
@@ -122,12 +129,35 @@ TEST_CASE("the tail in the flat table: the tasks after the seam's sends, each as
     CHECK(v2_share_bytes(v.task(5), c.L) == (16 + 16 + 8) * 4 * 2);
     CHECK(v2_decay_bytes(v.task(5), c.L) == 16 * 4 * 4);
     CHECK(v2_onrm_bytes(c.L) == 16);
+    CHECK((v.pair_task(5, 0) == 4 && v.pair_task(5, 1) == 5 && v.pair_task(4, 1) == 5));
     std::vector<int32_t> bad = w;
     bad[size_t(L.tasks + 5 * 10 + 3)] = 7;  // task 5 on cluster 7 of 2
     refused(bad, "task 5 names a CTA, barrier, tile or share outside the plan's");
     bad = w;
     bad[size_t(L.instrs + 2 * (end - 3) + 1)] = 8;  // REC of task 8 of 8
     refused(bad, "has operand 8, outside the table it names");
+    // a wrong pair: the device would send to and arm for other tasks than the pair's
+    const auto pair_word = [&](int i, int m) { return size_t(L.pair_tasks + 2 * i + m); };
+    bad = w;
+    bad[pair_word(5, 0)] = 8;  // task 8 of 8
+    refused(bad, "task 5's pair (pair_tasks) names task 8 for tile 0, outside the tasks");
+    bad = w;
+    std::swap(bad[pair_word(5, 0)], bad[pair_word(5, 1)]);  // task 5's tiles swapped
+    refused(bad, "task 5's pair (pair_tasks) names task 5 for tile 0, which is not that tile of its request and head");
+    bad = w;
+    bad[pair_word(5, 0)] = 2;  // tile 0 of (request 0, head 1)
+    refused(bad, "task 5's pair (pair_tasks) names task 2 for tile 0, which is not that tile");
+    bad = w;
+    bad[size_t(L.tasks + 7 * 10 + 1)] = 0;  // task 7 as (request 1, head 0, tile 1): task 5's tile 1 once more
+    bad[pair_word(5, 1)] = 7;
+    refused(bad, "task 5's pair (pair_tasks) names task 7 for tile 1, its own tile, not itself");
+    bad = w;
+    bad[size_t(L.tasks + 6 * 10 + 1)] = bad[size_t(L.tasks + 7 * 10 + 1)] = 0;  // tasks 6 and 7 a second (request 1, head 0)
+    bad[pair_word(5, 0)] = 6, bad[pair_word(6, 1)] = 5;  // 5 and 6 list each other, 4 and 7 list 5 and 6 apart
+    refused(bad, "task 4's pair (pair_tasks) names task 5 for tile 1, whose pair is another");
+    bad = w;
+    bad[offsetof(PlanV2Header, pair_size) / 4] = 0;  // tasks, but no pairs
+    refused(bad, "its pair size is not 0 exactly where it has no tasks");
 }
 
 TEST_CASE("every entry the device reads decodes, at v2_layout's offsets, to the plan's tables") {
@@ -183,6 +213,9 @@ TEST_CASE("every entry the device reads decodes, at v2_layout's offsets, to the 
             CHECK((x.request == y.request && x.head == y.head && x.tile == y.tile && x.cluster == y.cluster && x.rank == y.rank &&
                    x.onrm == y.onrm && x.qk0 == y.qk0 && x.qkn == y.qkn && x.fa0 == y.fa0 && x.fan == y.fan));
             CHECK(v2_share_bytes(x, p.config().L) == p.tail_share_bytes(y));
+            const std::vector<int> pair = p.tail_pair(int(i));
+            REQUIRE(int(pair.size()) == v.header().pair_size);
+            for (int m = 0; m < v.header().pair_size; ++m) CHECK(v.pair_task(int(i), m) == pair[size_t(m)]);
         }
         for (int q = 0; q < p.processes(); ++q) {
             const auto& prog = p.programs[size_t(q)];
