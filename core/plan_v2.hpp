@@ -331,7 +331,7 @@ public:
         return k < 2 ? V2Role(k) : k < 2 + kV2Consumers ? V2Role::consumer : V2Role::seam;
     }
     static int proc_warp(int p) { return p % kV2ProcsPerCta - 2; }  // consumers: 0 .. kV2Consumers − 1
-    static int proc(int cta, V2Role r, int warp = 0) {
+    MONOKDA_HD static int proc(int cta, V2Role r, int warp = 0) {  // the kernels' too
         return cta * kV2ProcsPerCta + (r == V2Role::consumer ? 2 + warp : r == V2Role::seam ? 2 + kV2Consumers : int(r));
     }
     std::string proc_name(int p) const;           // "CTA 9 (cluster 1 rank 1) consumer 3 (tile 1, odd)"

@@ -176,7 +176,7 @@ __device__ void reduce(const Cta& k, int lane, const v2tail::Cta* tail) {
     const Args& a = k.a;
     const PlanV2View& v = a.plan;
     const float* recv = reinterpret_cast<const float*>(k.smem + k.L.recv);
-    const int p = k.cta * kV2ProcsPerCta + int(V2Role::reducer);
+    const int p = PlanV2::proc(k.cta, V2Role::reducer);
     auto release = [&](const V2Free& f) {
         __syncwarp();  // every lane's sums read before the slot is freed
         if (lane < kRanks) mbar_arrive_peer(peer_addr(&k.free_bar[f.slot], uint32_t(lane)), uint32_t(f.count));
@@ -448,7 +448,7 @@ __device__ void await_tail(const Cta& k, int warp, int lane) {
 // idle: none (what the reducers' PUBLISH costs in_proj without the tasks' polls).
 __device__ void run_tail(const v2tail::Cta& t, bool idle) {
     const PlanV2View& v = t.a.plan;
-    const int seam = t.cta * kV2ProcsPerCta + 2 + kV2Consumers;  // PlanV2::proc(cta, V2Role::seam)
+    const int seam = PlanV2::proc(t.cta, V2Role::seam);
     t.arm(seam, t.tid, t.team);
     if (idle) return;
     for (int gi = v.prog_begin(seam); gi < v.prog_begin(seam + 1); ++gi) t.step(v.instr(gi), gi, now_ns());

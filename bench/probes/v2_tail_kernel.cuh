@@ -170,33 +170,26 @@ __device__ void Cta::stage_conv(int reducer, int lane) const {
         pubs += __popc(m);
     }
     __syncwarp();
-    static_assert(kW == 4, "a row's taps are one float4");
-    const int win = kV2OwnerRows * a.R * (kW - 1), per = win + kV2OwnerRows;  // a PUBLISH's window entries, then its 8 rows' taps
+    static_assert(kW == 4, "a row's taps are one 16-byte copy");
+    for (int u = lane; u < pubs * kV2OwnerRows; u += 32)  // the taps: copies, in flight beside the windows' loads
+        if (const int row = pub_row()[u / kV2OwnerRows] + u % kV2OwnerRows; row < kC) copy16_async(cw(u / kV2OwnerRows, u % kV2OwnerRows), a.conv_w + size_t(row) * kW);
+    async_commit();
+    const int per = kV2OwnerRows * a.R * (kW - 1);  // a PUBLISH's window entries, [row][request][entry] as cwin lays them out
+    uint16_t* const win = cwin(0, 0, 0);
     constexpr int kBatch = 8;  // every load of a batch issued before its first store: one latency, not eight
     for (int i0 = lane; i0 < pubs * per; i0 += kBatch * 32) {
-        float4 v[kBatch];
-        int at[kBatch];  // where it goes: a window entry's index (bf16) or ~the taps' row index
+        uint16_t v[kBatch];
 #pragma unroll
         for (int k = 0; k < kBatch; ++k) {
-            const int it = i0 + 32 * k, j = it / per, u = it % per;
-            at[k] = 0x7fffffff, v[k] = make_float4(0.f, 0.f, 0.f, 0.f);
-            if (it >= pubs * per) continue;
-            if (u < win) {
-                const int i = u / (a.R * (kW - 1)), r = u / (kW - 1) % a.R, q = u % (kW - 1), row = pub_row()[j] + i, slot = slot_of()[r];
-                if (row >= kC) continue;
-                at[k] = int(cwin(j, i, r) + q - reinterpret_cast<uint16_t*>(sm + s.cwin));
-                v[k].x = slot > 0 ? __uint_as_float(a.conv_in[conv_at(slot, acc_of()[r] - 1 + q, row)]) : 0.f;
-            } else if (const int row = pub_row()[j] + u - win; row < kC) {
-                at[k] = ~(j * kV2OwnerRows + u - win);
-                v[k] = *reinterpret_cast<const float4*>(a.conv_w + size_t(row) * kW);
-            }
+            const int it = i0 + 32 * k, u = it % per, i = u / (a.R * (kW - 1)), r = u / (kW - 1) % a.R;
+            const int row = it < pubs * per ? pub_row()[it / per] + i : kC, slot = slot_of()[r];
+            v[k] = row < kC && slot > 0 ? a.conv_in[conv_at(slot, acc_of()[r] - 1 + u % (kW - 1), row)] : uint16_t(0);
         }
 #pragma unroll
         for (int k = 0; k < kBatch; ++k)
-            if (at[k] == 0x7fffffff) continue;
-            else if (at[k] >= 0) reinterpret_cast<uint16_t*>(sm + s.cwin)[at[k]] = uint16_t(__float_as_uint(v[k].x));
-            else *reinterpret_cast<float4*>(sm + s.cw + 16 * ~at[k]) = v[k];
+            if (i0 + 32 * k < pubs * per) win[i0 + 32 * k] = v[k];
     }
+    async_wait<0>();
     __syncwarp();
 }
 
@@ -454,7 +447,7 @@ __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(kMaxThreads, 1) tail
     extern __shared__ __align__(16) char sm[];
     const int cta = int(blockIdx.x), warp = int(threadIdx.x) / 32;
     const Cta c{a, sm, V2TailLayout::make(0, a.dims), cta, warp == 0 ? int(threadIdx.x) : int(threadIdx.x) - 32, 32 * a.team_warps, 1};
-    const int seam = cta * kV2ProcsPerCta + 2 + kV2Consumers, reducer = cta * kV2ProcsPerCta + 1;
+    const int seam = PlanV2::proc(cta, V2Role::seam), reducer = PlanV2::proc(cta, V2Role::reducer);
     if (threadIdx.x == 0) c.make_bars();
     __syncthreads();
     c.arm(seam, int(threadIdx.x), int(blockDim.x));
