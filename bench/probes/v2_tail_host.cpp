@@ -61,10 +61,8 @@ TailFixture tail_fixture(int R, int L, uint64_t seed) {
 void tail_expect(TailFixture& f, const std::vector<uint16_t>& proj) {
     Config cfg = Config::preset("k3");
     cfg.R = f.R, cfg.L = f.L, cfg.seed = f.seed;
-    const StepInputs in = make_fixture(cfg);
-    PlanV2Params pp = PlanV2Params::for_config(in.cfg);
-    pp.seam = 0, pp.tail = 1;
-    const ReductionOrder ord = PlanV2::build(in.cfg, pp).reduction_order();
+    const StepInputs in = make_fixture(cfg);             // the fixture's inputs again, from its seed
+    const ReductionOrder ord = ReductionOrder::parse(f.order);  // its plan's order, not its plan rebuilt
     std::vector<bf16> p(proj.size()), qkv, conv_state;
     for (size_t i = 0; i < proj.size(); ++i) p[i] = bf16::from_bits(proj[i]);
     const std::vector<bf16> g1 = ref::f_b<float>(in, ord, p);
