@@ -73,7 +73,8 @@ struct Args {
                                   // batch (kShareBatch pieces a lane); kTailPlan: the plan's tail (ta)
     signed char tail_after[kClusters][3];  // cluster c's last unit (index in the cluster) of f_a+beta, head c's q, k, v, g
     int free_first;               // the reducer frees a receive slot before it stores the rows it summed
-    int tail_idle;                // kTailPlan: the tasks' warps arm their barriers and stop (the reducers' PUBLISH alone)
+    int tail_idle;                // kTailPlan: 1 the tasks' warps arm their barriers and stop (the reducers' PUBLISH alone); 2 also
+                                  // each PUBLISH's body skipped (the staging alone); 3 the staging skipped too (the rows' copy alone)
     uint32_t* tagged;             // [S][N] tagged words, never cleared
     uint32_t tag;                 // the step's tag (16 bits, never 0)
     uint32_t* assembled;          // tail 6, 7: [kTailHeads * kRanks][kShareMaxS][kAssembledRows] each rank's assembled q, k,
@@ -171,7 +172,7 @@ __device__ bool produce(Producer& p, const Cta& k, const unsigned char* run, uin
 // rank order, rounds once (#3) and stores the entry's 8 rows; RELEASE e: the slot freed on every rank
 // with the plan's count (rank 0 making up for the owners a short unit lacks).
 template <int NT>
-__device__ void reduce(const Cta& k, int lane, const v2tail::Cta* tail) {
+__device__ void reduce(const Cta& k, int lane, const v2tail::Cta& t, bool tail) {
     constexpr int kCols = (NT * 8 + 31) / 32;  // columns a lane sums
     const Args& a = k.a;
     const PlanV2View& v = a.plan;
@@ -183,7 +184,9 @@ __device__ void reduce(const Cta& k, int lane, const v2tail::Cta* tail) {
         if (lane == 0 && f.unit - k.u0 < kMaxTracedUnits) k.st[kUnit0 + 4 * (f.unit - k.u0) + 3] = now_ns();
     };
     int freed = -1;  // free_first: the RELEASE already run
-    if (tail) tail->stage_conv(p, lane);  // what its PUBLISHes read that is no sum, while the first partials stream
+    unsigned long long pub_ns = 0;  // the PUBLISHes' time
+    unsigned long long* const tst = a.ta.stamps + size_t(k.cta) * v2tail::kStamps;
+    if (tail && lane == 0) tst[v2tail::kStaged] = now_ns();  // its inputs staged (before the entry barrier's wait: the kernel)
     for (int i = v.prog_begin(p), end = v.prog_begin(p + 1), pubs = 0; i < end; ++i) {
         const V2Instr in = v.instr(i);
         if (in.op == int32_t(V2Op::REDUCE)) {
@@ -214,18 +217,22 @@ __device__ void reduce(const Cta& k, int lane, const v2tail::Cta* tail) {
                 if (col >= a.S) continue;
                 const uint4 rows = make_uint4(packed[c][0], packed[c][1], packed[c][2], packed[c][3]);
                 *reinterpret_cast<uint4*>(a.proj + size_t(col) * N + rv.row0) = rows;
-                if (tail) *reinterpret_cast<uint4*>(tail->rows() + col * kV2OwnerRows) = rows;  // for its PUBLISH
+                if (tail) *reinterpret_cast<uint4*>(t.rows() + col * kV2OwnerRows) = rows;  // for its PUBLISH
                 if (a.tail && !tail) publish_tagged(a.tagged, col, rv.row0, packed[c], a.tag);
             }
         } else if (in.op == int32_t(V2Op::PUBLISH) && tail) {
+            const unsigned long long t0 = now_ns();
             __syncwarp();  // every lane's rows in: PUBLISH reads them by (row, request)
-            tail->publish(in.a, pubs++, lane);
+            if (a.tail_idle < 2) t.publish(pubs, lane);
+            ++pubs;
             __syncwarp();  // read before the next REDUCE's
+            pub_ns += now_ns() - t0;
         } else if (in.op == int32_t(V2Op::RELEASE) && i != freed) {
             release(v.free_entry(in.a));
         }
     }
     if (lane == 0) k.st[kLastProj] = now_ns();
+    if (tail && lane == 0) tst[v2tail::kPublishNs] = pub_ns;  // once: a global load beside the stream waits a round
 }
 
 // This rank's slice of x into shared memory, S rows (zeros up to the n-tile), by the consumer warps.
@@ -451,7 +458,9 @@ __device__ void run_tail(const v2tail::Cta& t, bool idle) {
     const int seam = PlanV2::proc(t.cta, V2Role::seam);
     t.arm(seam, t.tid, t.team);
     if (idle) return;
-    for (int gi = v.prog_begin(seam); gi < v.prog_begin(seam + 1); ++gi) t.step(v.instr(gi), gi, now_ns());
+    v2tail::Tally tl;
+    for (int gi = v.prog_begin(seam); gi < v.prog_begin(seam + 1); ++gi) t.step(v.instr(gi), gi, now_ns(), tl);
+    t.store(tl);
 }
 
 // KQ k-steps a chunk, NT n-tiles of 8 columns of x (S ≤ 8·NT): a unit of mt tiles is kKSteps / KQ
@@ -502,13 +511,19 @@ __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(kThreads, 1) in
     // arrive may be relaxed; a release arrive would wait for the copies just issued (MEMBAR.ALL.GPU)
     if (a.entry_release) cluster_arrive();
     else cluster_arrive_relaxed();
+    // the reducer stages what its PUBLISHes read that is no sum between its arrive and its wait: the
+    // loads go out before the stream fills the SM's memory path (beside it each dependent round waits
+    // behind the copies in flight), and the wait is passed by then or soon after
+    if (warp == 1 && k.compute == 1 && plan_tail && a.tail_idle < 3) tail_cta(lane).stage_conv(PlanV2::proc(cta, V2Role::reducer), lane);
     cluster_wait();
     if (threadIdx.x == 0) k.st[kSynced] = now_ns();
     if (warp == 0 && lane == 0)  // the producer: the CTA's run, chunk by chunk, from the first instant
         while (produce<KQ>(prod, k, run, policy)) {}
     else if (warp == 1 && k.compute == 1) {
         const v2tail::Cta tc = tail_cta(lane);
-        reduce<NT>(k, lane, plan_tail ? &tc : nullptr);
+        reduce<NT>(k, lane, tc, plan_tail);  // by reference, not a pointer that may be null: the view stays in registers and
+                                             // its arguments' reads are the kernel parameter's (a null-or-not pointer put it
+                                             // in local memory and made every read a generic load)
     }
     else if (warp >= kSeamWarp0) {
         if (a.seam) {

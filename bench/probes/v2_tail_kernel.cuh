@@ -40,7 +40,8 @@ constexpr int kFbStride = kF * 2 + 16;  // bytes a staged f_b_w row (V2TailLayou
 constexpr unsigned long long kGiveUpNs = 200000000ull;
 static_assert(kK == 128 && kF == 128 && kT == 8, "the trees below are written for 128 terms and 8 tiles");
 
-enum Stamp : int { kEntry, kPublished, kPolled, kRecDone, kNormDone, kRecNs, kRecs, kGStored, kDecayNs, kStamps };
+// kStaged, kPublishNs: the fused launch's reducer, its inputs staged and its PUBLISHes' time (v2_fused_mode.cuh)
+enum Stamp : int { kEntry, kPublished, kPolled, kRecDone, kNormDone, kRecNs, kRecs, kGStored, kDecayNs, kStaged, kPublishNs, kStamps };
 enum Error : uint32_t { kNone, kWordsLate, kBarrierLate, kRowUncovered };
 
 struct TailArgs {
@@ -60,6 +61,13 @@ struct TailArgs {
     int team_warps;                 // the seam team's warps, 1 .. kMaxTeamWarps (the launch has 32 + 32 · team_warps threads):
                                     // 10 here, 2 the in_proj CTA's spare warps
     float eps, l2_eps, lb, k_scale;
+};
+
+// The team's DECAY and REC times, summed in registers and stored once at its end: a read-modify-write
+// of a global stamp waits a load round (beside the stream ~4 µs), and the next step's barrier waits
+// for it.
+struct Tally {
+    unsigned long long decay_ns = 0, rec_ns = 0, recs = 0;
 };
 
 struct Cta {
@@ -143,8 +151,9 @@ struct Cta {
     __device__ void make_bars() const;
     __device__ void stage_conv(int reducer, int lane) const;
     __device__ void arm(int seam, int i0, int stride) const;
-    __device__ bool step(const V2Instr& in, int gi, unsigned long long t0) const;
-    __device__ void publish(int e, int j, int lane) const;
+    __device__ bool step(const V2Instr& in, int gi, unsigned long long t0, Tally& tl) const;
+    __device__ void store(const Tally& tl) const;
+    __device__ void publish(int j, int lane) const;
     __device__ void poll(int task, int gi) const;
     __device__ void gate(int task, int gi) const;
     __device__ void rec(int task, int gi) const;
@@ -193,36 +202,50 @@ __device__ void Cta::stage_conv(int reducer, int lane) const {
     __syncwarp();
 }
 
-// PUBLISH, the j-th of the reducer's program: the entry's 8 rows (rows(), as REDUCE rounded them) for
-// every request (a lane a row and request), q, k and v channels through the conv: out[t] =
-// SiLU(Σ_j seq[t + j] · w[j]) rounded (#5) over the W − 1 staged state entries and the L raw inputs;
-// the new conv_state entries (the window's last W − 2, then the inputs).
-__device__ void Cta::publish(int e, int j, int lane) const {
-    const V2Recv rv = a.plan.recv(e);
-    const int L = a.L;
-    for (int it = lane; it < kV2OwnerRows * a.R; it += 32) {
-        const int i = it % kV2OwnerRows, r = it / kV2OwnerRows, row = rv.row0 + i;
+// PUBLISH, the j-th of the reducer's program (its entry's first row staged, pub_row): the entry's 8
+// rows (rows(), as REDUCE rounded them) for every request (a lane a row and request), q, k and v
+// channels through the conv: out[t] = SiLU(Σ_j seq[t + j] · w[j]) rounded (#5) over the W − 1 staged
+// state entries and the L raw inputs; the new conv_state entries (the window's last W − 2, then the
+// inputs). The token loops are unrolled to kMaxL so that the arrays stay in registers: in local
+// memory each PUBLISH waited on loads beside the stream.
+__device__ void Cta::publish(int j, int lane) const {
+    const int L = a.L, R = a.R, row0 = pub_row()[j];
+    for (int it = lane; it < kV2OwnerRows * R; it += 32) {
+        const int i = it % kV2OwnerRows, r = it / kV2OwnerRows, row = row0 + i;
         uint16_t x[kMaxL], out[kMaxL];
-        for (int t = 0; t < L; ++t) x[t] = rows()[(r * L + t) * kV2OwnerRows + i], out[t] = x[t];
+#pragma unroll
+        for (int t = 0; t < kMaxL; ++t) x[t] = t < L ? rows()[(r * L + t) * kV2OwnerRows + i] : uint16_t(0), out[t] = x[t];
         if (row < kC) {
             const int slot = slot_of()[r];
             const uint16_t* win = cwin(j, i, r);
-            const float* w = cw(j, i);
+            const float4 w = *reinterpret_cast<const float4*>(cw(j, i));
+            static_assert(kW == 4, "the taps are one float4");
             float seq[kW - 1 + kMaxL];
+#pragma unroll
             for (int q = 0; q < kW - 1; ++q) seq[q] = bf(bf16::from_bits(win[q]));
-            for (int t = 0; t < L; ++t) seq[kW - 1 + t] = bf(bf16::from_bits(x[t]));
-            for (int t = 0; t < L; ++t) {
-                float s = seq[t] * w[0];
-                for (int q = 1; q < kW; ++q) s = s + seq[t + q] * w[q];
-                out[t] = rnd(s / (1.f + exp_f(-s)));
-                a.qkv[size_t(r * L + t) * kC + row] = out[t];
-            }
+#pragma unroll
+            for (int t = 0; t < kMaxL; ++t) seq[kW - 1 + t] = bf(bf16::from_bits(x[t]));
+#pragma unroll
+            for (int t = 0; t < kMaxL; ++t)
+                if (t < L) {
+                    float s = seq[t] * w.x;
+                    s = s + seq[t + 1] * w.y;
+                    s = s + seq[t + 2] * w.z;
+                    s = s + seq[t + 3] * w.w;
+                    out[t] = rnd(s / (1.f + exp_f(-s)));
+                    a.qkv[size_t(r * L + t) * kC + row] = out[t];
+                }
             if (slot > 0) {
+#pragma unroll
                 for (int q = 0; q < kW - 2; ++q) a.conv_out[conv_at(slot, q, row)] = win[q + 1];
-                for (int t = 0; t < L; ++t) a.conv_out[conv_at(slot, kW - 2 + t, row)] = x[t];
+#pragma unroll
+                for (int t = 0; t < kMaxL; ++t)
+                    if (t < L) a.conv_out[conv_at(slot, kW - 2 + t, row)] = x[t];
             }
         }
-        for (int t = 0; t < L; ++t) st_relaxed_u32(a.words + size_t(r * L + t) * kN + row, uint32_t(out[t]) | a.tag << 16);
+#pragma unroll
+        for (int t = 0; t < kMaxL; ++t)
+            if (t < L) st_relaxed_u32(a.words + size_t(r * L + t) * kN + row, uint32_t(out[t]) | a.tag << 16);
     }
 }
 
@@ -419,7 +442,7 @@ __device__ void Cta::arm(int seam, int i0, int stride) const {
 }
 
 // A seam-team step of the tail (instruction gi, begun at t0), with its stamps; false: not one.
-__device__ bool Cta::step(const V2Instr& in, int gi, unsigned long long t0) const {
+__device__ bool Cta::step(const V2Instr& in, int gi, unsigned long long t0, Tally& tl) const {
     unsigned long long* st = a.stamps + size_t(cta) * kStamps;
     switch (in.opcode()) {
         case V2Op::POLL:
@@ -428,11 +451,12 @@ __device__ bool Cta::step(const V2Instr& in, int gi, unsigned long long t0) cons
             return true;
         case V2Op::DECAY:
             gate(in.a, gi);
-            if (tid == 0) st[kDecayNs] += now_ns() - t0;
+            tl.decay_ns += now_ns() - t0;
             return true;
         case V2Op::REC:
             rec(in.a, gi);
-            if (tid == 0) st[kRecDone] = now_ns(), st[kRecNs] += now_ns() - t0, st[kRecs] += 1;
+            if (tid == 0) st[kRecDone] = now_ns();
+            tl.rec_ns += now_ns() - t0, tl.recs += 1;
             return true;
         case V2Op::NORM:
             norm(in.a, gi);
@@ -440,6 +464,11 @@ __device__ bool Cta::step(const V2Instr& in, int gi, unsigned long long t0) cons
             return true;
         default: return false;
     }
+}
+
+__device__ void Cta::store(const Tally& tl) const {
+    unsigned long long* st = a.stamps + size_t(cta) * kStamps;
+    if (tid == 0) st[kDecayNs] = tl.decay_ns, st[kRecNs] = tl.rec_ns, st[kRecs] = tl.recs;
 }
 
 // The launch: 120 CTAs in clusters of 8 (CTA = cluster · 8 + rank, the plan's numbering).
@@ -456,6 +485,7 @@ __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(kMaxThreads, 1) tail
     unsigned long long* st = a.stamps + size_t(cta) * kStamps;
     const int p = warp == 0 ? reducer : seam;
     unsigned long long entry = 0;
+    Tally tl;
     if (warp == 0) c.stage_conv(reducer, c.tid);
     for (int gi = a.plan.prog_begin(p), pubs = 0; gi < a.plan.prog_begin(p + 1); ++gi) {
         const V2Instr in = a.plan.instr(gi);
@@ -472,14 +502,15 @@ __global__ void __cluster_dims__(8, 1, 1) __launch_bounds__(kMaxThreads, 1) tail
             for (int col = c.tid; col < a.R * a.L; col += 32)  // proj is an input here: the entry's rows from it
                 *reinterpret_cast<uint4*>(c.rows() + col * kV2OwnerRows) = *reinterpret_cast<const uint4*>(a.proj + size_t(col) * kN + row0);
             __syncwarp();
-            c.publish(in.a, pubs++, c.tid);
+            c.publish(pubs++, c.tid);
             __syncwarp();  // rows() read before the next entry's
             if (c.tid == 0) st[kPublished] = now_ns();
             if (c.tid == 0 && g) st[kGStored] = now_ns();
         } else {
-            c.step(in, gi, t0);  // REDUCE, RELEASE: the in_proj probe's (proj is an input here)
+            c.step(in, gi, t0, tl);  // REDUCE, RELEASE: the in_proj probe's (proj is an input here)
         }
     }
+    if (p == seam) c.store(tl);
 }
 
 }  // namespace monokda::probe::v2tail
