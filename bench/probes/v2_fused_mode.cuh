@@ -55,10 +55,10 @@ int fused_mode(Device& d, int reps) {
             const Run r = run(d, fused, reps, each);
             if (!idle) tail_expect(f, v2tail::download(d.d_proj, size_t(S) * N));  // the last launch's proj
             const bool exact = waited && r.ok && (idle || v2tail::compare(td, f));
-            std::printf("fused R %d x L %d (S %d), %s, %d warps of tail, %d bytes of shared memory (median of %d, us from the "
+            std::printf("fused R %d x L %d (S %d), %s, %d warps of tail (%d once the stream is done), %d bytes of shared memory (median of %d, us from the "
                         "first entry): last proj %.2f, core_out done %.2f (%.2f after the last proj), end %.2f, launch %.2f (events); a "
                         "DECAY %.3f and a REC %.3f us a token; the tail's outputs from the kernel's proj %s\n",
-                        R, L, S, kIdle[idle], kTailTeam / 32, smem_bytes(fused), reps, median(proj_us), median(end_us), median(after_us),
+                        R, L, S, kIdle[idle], kTailTeam / 32, kTailBigTeam / 32, smem_bytes(fused), reps, median(proj_us), median(end_us), median(after_us),
                         r.span_us, r.event_us, median(dec_tok), median(rec_tok),
                         !exact ? "DIFFER (above)" : idle ? "not checked" : "bit-identical to the reference's");
             std::printf("    the reducers (max over CTAs): inputs staged %.2f, the first unit's partials sent %.2f, seen %.2f; "

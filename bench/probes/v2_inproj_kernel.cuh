@@ -449,18 +449,45 @@ __device__ void await_tail(const Cta& k, int warp, int lane) {
     }
 }
 
-// kTailPlan: the CTA's tasks on warps 2-3, from the seam team's program: its pairs' barriers armed
-// (after the entry barrier: a send that lands first cannot complete a phase before its arm), then its
-// POLL, DECAY, REC and NORM steps in order (the seam's and the cluster barriers are the kernel's own);
-// idle: none (what the reducers' PUBLISH costs in_proj without the tasks' polls).
-__device__ void run_tail(const v2tail::Cta& t, bool idle) {
-    const PlanV2View& v = t.a.plan;
-    const int seam = PlanV2::proc(t.cta, V2Role::seam);
-    t.arm(seam, t.tid, t.team);
-    if (idle) return;
+// kTailPlan: the CTA's tasks from the seam team's program, on warps 2-3 while the stream runs and on
+// warps 2-11 once the consumers are done with it: the pairs' barriers armed by warps 2-3 (after the
+// entry barrier: a send that lands first cannot complete a phase before its arm), then the POLL,
+// DECAY, REC and NORM steps in order. At each step's start the two warps ask (one vote, so they agree)
+// whether the 8 consumer warps have all finished; the first time they have, or after the last step,
+// the two meet them on named barrier kTailJoin and the rest of the program runs as one team of 10 warps
+// (the tail probe's team=10) on kTailBig. idle: no steps (what the reducers' PUBLISH costs in_proj
+// without the tasks' polls); the meeting still happens, as the consumers wait at it.
+__device__ __forceinline__ bool team_any(int bar, int threads, bool q) {
+    uint32_t r;
+    asm volatile("{ .reg .pred p, q; setp.ne.u32 q, %3, 0; bar.red.or.pred p, %1, %2, q; selp.u32 %0, 1, 0, p; }"
+                 : "=r"(r) : "r"(bar), "r"(threads), "r"(uint32_t(q)) : "memory");
+    return r != 0;
+}
+constexpr int kTailMaxNt = 2, kTailJoin = 8, kTailBig = 9, kTailBigTeam = kTailTeam + kConsumers * 32;
+__device__ void run_tail(const v2tail::Cta& small, const v2tail::Cta& big, volatile int* done, int* join_gi, bool idle) {
+    const PlanV2View& v = small.a.plan;
+    const int seam = PlanV2::proc(small.cta, V2Role::seam), end = v.prog_begin(seam + 1);
+    small.arm(seam, small.tid, small.team);
     v2tail::Tally tl;
-    for (int gi = v.prog_begin(seam); gi < v.prog_begin(seam + 1); ++gi) t.step(v.instr(gi), gi, now_ns(), tl);
-    t.store(tl);
+    int gi = idle ? end : v.prog_begin(seam);
+    for (; gi < end; ++gi) {
+        if (team_any(small.bar, small.team, small.tid == 0 && *done == kConsumers)) break;
+        small.step(v.instr(gi), gi, now_ns(), tl);
+    }
+    if (small.tid == 0) *join_gi = gi;
+    asm volatile("bar.sync %0, %1;" ::"n"(kTailJoin), "n"(kTailBigTeam) : "memory");
+    for (; gi < end; ++gi) big.step(v.instr(gi), gi, now_ns(), tl);
+    small.store(tl);  // its first thread's (the big team's first too)
+}
+// A consumer warp once its stream is done: counted, then at the meeting, then the rest of the
+// program in the big team (nothing where the small one had finished it).
+__device__ void join_tail(const v2tail::Cta& big, volatile int* done, const int* join_gi, int lane) {
+    __syncwarp();
+    if (lane == 0) atomicAdd(const_cast<int*>(done), 1);
+    asm volatile("bar.sync %0, %1;" ::"n"(kTailJoin), "n"(kTailBigTeam) : "memory");
+    const PlanV2View& v = big.a.plan;
+    v2tail::Tally tl;
+    for (int gi = *join_gi, end = v.prog_begin(PlanV2::proc(big.cta, V2Role::seam) + 1); gi < end; ++gi) big.step(v.instr(gi), gi, now_ns(), tl);
 }
 
 // KQ k-steps a chunk, NT n-tiles of 8 columns of x (S ≤ 8·NT): a unit of mt tiles is kKSteps / KQ
@@ -473,15 +500,17 @@ __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(kThreads, 1) in
     __shared__ uint64_t full[kMaxStages], empty[kMaxStages], recv_bar[kMaxSlots], free_bar[kMaxSlots];
     __shared__ SeamBars seam_bars;
     __shared__ int sent;
+    __shared__ int tail_done, tail_gi;  // kTailPlan: consumer warps done with the stream; the step the big team starts at
     __shared__ uint64_t share_bar;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int rank = int(cluster_rank()), cl = int(cluster_id()), cta = cl * kRanks + rank;
     const Smem L = Smem::layout(NT, KQ * 4 * kTileBytes, a.stages, a.slots);
     const int rest = a.seam ? SeamSmem::layout(L.bytes, a.S, a.sa.nb).bytes : L.bytes;
     const int share_at = share_offset(rest);  // the host's smem_bytes
-    const bool plan_tail = a.tail == kTailPlan;
+    const bool plan_tail = NT <= kTailMaxNt && a.tail == kTailPlan;  // compiled where it can fit (S ≤ 16): its code costs registers
     const V2TailLayout tail_at = V2TailLayout::make(rest, a.ta.dims);
     auto tail_cta = [&](int tid) { return v2tail::Cta{a.ta, reinterpret_cast<char*>(smem), tail_at, cta, tid, kTailTeam, kTailBar}; };
+    auto big_cta = [&] { return v2tail::Cta{a.ta, reinterpret_cast<char*>(smem), tail_at, cta, int(threadIdx.x) - kSeamWarp0 * 32, kTailBigTeam, kTailBig}; };
     const bool shares = shared_poll(a.tail) && cl < kTailHeads;
     const Cta k{a, L, smem, full, empty, recv_bar, free_bar, rank, cl, cta,
                 a.first(cl), a.first(cl + 1) - a.first(cl), a.stamps + size_t(cta) * kStamps, now_ns(),
@@ -495,7 +524,7 @@ __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(kThreads, 1) in
     uint64_t policy = 0;
     if (threadIdx.x == 0) {
         k.st[kEntry] = k.t0, k.st[kSm] = sm_id();
-        sent = 0;  // before the entry barrier, which every warp passes
+        sent = 0, tail_done = 0;  // before the entry barrier, which every warp passes
         for (int s = 0; s < a.stages; ++s) mbar_init(&full[s], 1), mbar_init(&empty[s], kConsumers);
         for (int s = 0; s < a.slots; ++s) mbar_init(&recv_bar[s], 1), mbar_init(&free_bar[s], kRanks);
         if (a.seam) seam_arm(seam_bars, a.seam_plan.cta[rank]);
@@ -539,8 +568,12 @@ __global__ void __cluster_dims__(kRanks, 1, 1) __launch_bounds__(kThreads, 1) in
             seam_x<NT>(z, reinterpret_cast<uint16_t*>(smem + k.L.x), kXStride);
             if (threadIdx.x == kSeamWarp0 * 32) k.st[kXReady] = now_ns();
         }
-        if (warp >= kFirstConsumer) consume<KQ, NT>(k, warp - kFirstConsumer, lane);
-        else if (plan_tail) run_tail(tail_cta(int(threadIdx.x) - kSeamWarp0 * 32), a.tail_idle != 0);
+        if (warp >= kFirstConsumer) {
+            consume<KQ, NT>(k, warp - kFirstConsumer, lane);
+            if (plan_tail) join_tail(big_cta(), &tail_done, &tail_gi, lane);
+        } else if (plan_tail) {
+            run_tail(tail_cta(int(threadIdx.x) - kSeamWarp0 * 32), big_cta(), &tail_done, &tail_gi, a.tail_idle != 0);
+        }
         else if (a.tail != 0 && a.tail != 2 && cl < kTailHeads) await_tail<NT>(k, warp, lane);
     }
     __syncthreads();

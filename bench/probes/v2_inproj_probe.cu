@@ -210,7 +210,8 @@ struct Run {
 
 bool fits(const Case& c) {
     return kernel_for(c.kq, nt_for(c.S)) && c.stages <= kMaxStages && c.slots <= kMaxSlots && c.early <= c.cap() &&
-           (!c.seam || c.S <= kSeamMaxS) && (!shared_poll(c.tail) || c.S <= kShareMaxS) && smem_bytes(c) <= kSmemMax - 4096;
+           (!c.seam || c.S <= kSeamMaxS) && (!shared_poll(c.tail) || c.S <= kShareMaxS) &&
+           (c.tail != kTailPlan || nt_for(c.S) <= kTailMaxNt) && smem_bytes(c) <= kSmemMax - 4096;
 }
 
 // each: called after every timed launch (its stamps downloaded), with the launch's tag
