@@ -31,8 +31,9 @@ constexpr int kSmemMax = 227 * 1024;
 constexpr int kCopies = 4;  // weight copies rotated so that L2 never holds the one read
 // Args::tail: the plan's tail in the same launch (the fused mode): the reducer runs each PUBLISH of its
 // program after the entry's REDUCE, warps 2-3 (the seam team's spare warps, after the seam) the CTA's
-// tasks, POLL, DECAY, REC and NORM (v2_tail_kernel.cuh), on named barrier 7 and the tail's
-// V2TailLayout after in_proj's and the seam's shared memory
+// tasks, POLL, DECAY, REC and NORM (v2_tail_kernel.cuh), on named barrier 7, joined by the consumer
+// warps once the stream is done (run_tail), on the tail's V2TailLayout after in_proj's and the seam's
+// shared memory
 constexpr int kTailPlan = 8, kTailTeam = 64, kTailBar = 7;
 
 struct Args {
