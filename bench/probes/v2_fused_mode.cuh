@@ -2,7 +2,8 @@
 // namespace, after the tailhop mode): in_proj and the plan's tail in one launch (Args::tail
 // kTailPlan), x loaded: each reducer runs the PUBLISH of every entry it sums (the rows through the
 // conv, as tagged words), and warps 2-3 the CTA's kda tasks (POLL, DECAY, REC, NORM) from the plan's
-// programs, warps 2-11 once the consumers are done with the stream, on the tail's buffers (v2_tail_device.cuh) and V2TailLayout after in_proj's memory.
+// programs (warps 2-11 once the consumers are done with the stream), on the tail's buffers
+// (v2_tail_device.cuh) and V2TailLayout after in_proj's memory.
 // Teacher-forced: the tail's outputs of the last launch against the reference's tail made from the
 // kernel's own proj, bit for bit. Timed (medians): the last proj, the last core_out and the launch's
 // end, against in_proj alone before and after it; and with the tasks idle (the reducers' PUBLISH alone:

@@ -465,6 +465,13 @@ __device__ __forceinline__ bool team_any(int bar, int threads, bool q) {
     return r != 0;
 }
 constexpr int kTailMaxNt = 2, kTailJoin = 8, kTailBig = 9, kTailBigTeam = kTailTeam + kConsumers * 32;
+// The meeting, then the program's steps from the one the two warps stopped at, as the big team (both
+// sides: the two warps and each consumer warp).
+__device__ void tail_rest(const v2tail::Cta& big, const int* join_gi, v2tail::Tally& tl) {
+    asm volatile("bar.sync %0, %1;" ::"n"(kTailJoin), "n"(kTailBigTeam) : "memory");
+    const PlanV2View& v = big.a.plan;
+    for (int gi = *join_gi, end = v.prog_begin(PlanV2::proc(big.cta, V2Role::seam) + 1); gi < end; ++gi) big.step(v.instr(gi), gi, now_ns(), tl);
+}
 __device__ void run_tail(const v2tail::Cta& small, const v2tail::Cta& big, volatile int* done, int* join_gi, bool idle) {
     const PlanV2View& v = small.a.plan;
     const int seam = PlanV2::proc(small.cta, V2Role::seam), end = v.prog_begin(seam + 1);
@@ -476,8 +483,7 @@ __device__ void run_tail(const v2tail::Cta& small, const v2tail::Cta& big, volat
         small.step(v.instr(gi), gi, now_ns(), tl);
     }
     if (small.tid == 0) *join_gi = gi;
-    asm volatile("bar.sync %0, %1;" ::"n"(kTailJoin), "n"(kTailBigTeam) : "memory");
-    for (; gi < end; ++gi) big.step(v.instr(gi), gi, now_ns(), tl);
+    tail_rest(big, join_gi, tl);
     small.store(tl);  // its first thread's (the big team's first too)
 }
 // A consumer warp once its stream is done: counted, then at the meeting, then the rest of the
@@ -485,10 +491,8 @@ __device__ void run_tail(const v2tail::Cta& small, const v2tail::Cta& big, volat
 __device__ void join_tail(const v2tail::Cta& big, volatile int* done, const int* join_gi, int lane) {
     __syncwarp();
     if (lane == 0) atomicAdd(const_cast<int*>(done), 1);
-    asm volatile("bar.sync %0, %1;" ::"n"(kTailJoin), "n"(kTailBigTeam) : "memory");
-    const PlanV2View& v = big.a.plan;
-    v2tail::Tally tl;
-    for (int gi = *join_gi, end = v.prog_begin(PlanV2::proc(big.cta, V2Role::seam) + 1); gi < end; ++gi) big.step(v.instr(gi), gi, now_ns(), tl);
+    v2tail::Tally tl;  // not stored: the big team's first thread is the two warps'
+    tail_rest(big, join_gi, tl);
 }
 
 // KQ k-steps a chunk, NT n-tiles of 8 columns of x (S ≤ 8·NT): a unit of mt tiles is kKSteps / KQ
